@@ -1,0 +1,261 @@
+"""One comparison for every operator: a census of how output and reference differ.
+
+A mismatch is reported the way ``torch.testing.assert_close`` words it (mismatched elements,
+greatest absolute and relative difference with index and allowance), plus what a hardware bug
+hunt needs: the Pearson correlation, the worst elements, and where the out-of-tolerance elements
+lie (rows and column ranges), so a wrong partition or a garbage tile row is named, not counted.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+import numpy as np
+
+_CHUNK_ELEMENTS = 1 << 22
+_MAX_REGIONS = 8
+
+
+@dataclass
+class Census:
+    name: str
+    shape: tuple
+    elements: int = 0
+    differ: int = 0                 # got != expected at all
+    over_tolerance: int = 0
+    max_abs: float = 0.0
+    max_abs_index: tuple = ()
+    max_abs_allowed: float = 0.0
+    mean_abs: float = 0.0
+    max_rel: float = 0.0
+    max_rel_index: tuple = ()
+    pearson: float = float("nan")
+    min_corr: Optional[float] = None
+    worst: list = field(default_factory=list)     # [{index, got, expected, abs, allowed}]
+    regions: list = field(default_factory=list)   # [{rows: [a, b], cols: [c, d], count}]
+    regions_truncated: bool = False
+    spread: Optional[dict] = None                 # {rows: [[a, b]..], cols: [[c, d]..]} when scattered
+    shape_error: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        if self.shape_error:
+            return False
+        if self.over_tolerance:
+            return False
+        if self.min_corr is not None and not (self.pearson >= self.min_corr):
+            return False
+        return True
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["shape"] = list(self.shape)
+        d["ok"] = self.ok
+        for k in ("max_abs", "mean_abs", "max_rel", "pearson", "max_abs_allowed"):
+            d[k] = _finite_or_str(d[k])
+        return d
+
+    def where(self) -> str:
+        """Human wording of the out-of-tolerance regions: 'row 0, cols 1-15: 15 elements'."""
+        if self.spread is not None:
+            rows = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.spread["rows"])
+            cols = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.spread["cols"])
+            return (f"scattered over rows {rows}; cols {cols} "
+                    f"({self.over_tolerance} elements)")
+        if not self.regions:
+            return "nowhere"
+        parts = []
+        for r in self.regions:
+            rows = _span("row", r["rows"])
+            cols = _span("col", r["cols"]) if r["cols"] is not None else None
+            n = f"{r['count']} element" + ("s" if r["count"] != 1 else "")
+            parts.append(f"{rows}, {cols}: {n}")
+        return "; ".join(parts)
+
+    def describe(self) -> str:
+        if self.shape_error:
+            return f"{self.name}: {self.shape_error}"
+        pct = 100.0 * self.over_tolerance / max(self.elements, 1)
+        lines = [
+            f"{self.name} is not close to the reference!" if not self.ok else f"{self.name} is close to the reference.",
+            "",
+            f"Mismatched elements: {self.over_tolerance} / {self.elements} ({pct:.1f}%) over tolerance; "
+            f"{self.differ} / {self.elements} differ at all",
+            f"Greatest absolute difference: {self.max_abs:.6g} at index {self.max_abs_index} "
+            f"(up to {self.max_abs_allowed:.6g} allowed there)",
+            f"Greatest relative difference: {self.max_rel:.6g} at index {self.max_rel_index}",
+            f"Mean absolute difference: {self.mean_abs:.6g}",
+        ]
+        corr = f"Pearson correlation: {self.pearson:.5f}"
+        if self.min_corr is not None:
+            corr += f" (at least {self.min_corr} required)"
+        lines.append(corr)
+        if self.over_tolerance:
+            lines.append(f"Where: {self.where()}")
+            worst = ", ".join(
+                f"{tuple(w['index'])} got {w['got']:.6g} expected {w['expected']:.6g}" for w in self.worst)
+            lines.append(f"Worst: {worst}")
+        return "\n".join(lines)
+
+
+class Mismatch(AssertionError):
+    """An output that is not close to its reference; carries the census for the report."""
+
+    def __init__(self, census: Census):
+        super().__init__(census.describe())
+        self.census = census
+
+
+def _finite_or_str(x):
+    x = float(x)
+    return x if np.isfinite(x) else str(x)
+
+
+def _span(word: str, ab) -> str:
+    a, b = ab
+    return f"{word} {a}" if a == b else f"{word}s {a}-{b}"
+
+
+def _as_2d(a: np.ndarray) -> np.ndarray:
+    if a.ndim == 0:
+        return a.reshape(1, 1)
+    if a.ndim == 1:
+        return a.reshape(1, -1)
+    return a.reshape(-1, a.shape[-1])
+
+
+def census(got, expected, *, atol=0.0, rtol=0.0, tol=None, min_corr=None, name="output") -> Census:
+    """Compare ``got`` with ``expected``; allowed difference is atol + rtol*|expected| + tol.
+
+    ``tol`` is an optional per-element absolute allowance broadcastable to ``expected`` (from an
+    error model in golden/tolerance.py). Regions are reported over the last two axes (leading
+    axes are folded into rows).
+    """
+    got = np.asarray(got)
+    expected = np.asarray(expected)
+    c = Census(name=name, shape=tuple(expected.shape), min_corr=min_corr)
+    if got.shape != expected.shape:
+        c.shape_error = f"shape mismatch: got {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        return c
+    c.elements = int(expected.size)
+    if c.elements == 0:
+        return c
+    g2, e2 = _as_2d(got), _as_2d(expected)
+    tol2 = None if tol is None else _as_2d(np.broadcast_to(np.asarray(tol, np.float64), expected.shape))
+    rows, cols = e2.shape
+    step = max(1, _CHUNK_ELEMENTS // max(cols, 1))
+
+    sums = np.zeros(5)          # sx, sy, sxx, syy, sxy
+    n_finite = 0
+    abs_total = 0.0
+    worst_pool: list = []
+    bad_rows = {}
+    bad_cols = np.zeros(cols, bool)
+    best_abs = (-1.0, None, 0.0)
+    best_rel = (-1.0, None)
+    for r0 in range(0, rows, step):
+        g = g2[r0:r0 + step].astype(np.float64)
+        e = e2[r0:r0 + step].astype(np.float64)
+        allowed = atol + rtol * np.abs(e)
+        if tol2 is not None:
+            allowed = allowed + tol2[r0:r0 + step]
+        diff = np.abs(g - e)
+        both_nan = np.isnan(g) & np.isnan(e)
+        same_inf = np.isinf(g) & np.isinf(e) & (g == e)
+        diff = np.where(both_nan | same_inf, 0.0, diff)
+        diff = np.where(np.isnan(diff), np.inf, diff)   # NaN against a number counts as infinitely far
+        c.differ += int(np.count_nonzero(diff))
+        bad = diff > allowed
+        c.over_tolerance += int(np.count_nonzero(bad))
+        finite = np.isfinite(diff)
+        abs_total += float(diff[finite].sum())
+        i = int(np.argmax(diff))
+        if diff.flat[i] > best_abs[0]:
+            best_abs = (float(diff.flat[i]), r0 * cols + i, float(allowed.flat[i]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(e != 0, diff / np.abs(e), np.where(diff > 0, np.inf, 0.0))
+        j = int(np.argmax(rel))
+        if rel.flat[j] > best_rel[0]:
+            best_rel = (float(rel.flat[j]), r0 * cols + j)
+        ok = np.isfinite(g) & np.isfinite(e)
+        gx, ex = g[ok], e[ok]
+        n_finite += gx.size
+        sums += [gx.sum(), ex.sum(), (gx * gx).sum(), (ex * ex).sum(), (gx * ex).sum()]
+        if bad.any():
+            score = np.where(bad, diff / np.maximum(allowed, np.finfo(float).tiny), -1.0).ravel()
+            k = min(5, int(bad.sum()))
+            top = np.argpartition(-score, k - 1)[:k]
+            for t in top:
+                worst_pool.append((float(score[t]), r0 * cols + int(t), float(g.flat[t]), float(e.flat[t]),
+                                   float(diff.flat[t]), float(allowed.flat[t])))
+            bad_cols |= bad.any(axis=0)
+            for rr in np.flatnonzero(bad.any(axis=1)):
+                bad_rows[r0 + int(rr)] = _runs(bad[rr])
+    c.max_abs, c.max_abs_allowed = best_abs[0], best_abs[2]
+    c.max_abs_index = _unravel(best_abs[1], expected.shape)
+    c.max_rel, c.max_rel_index = best_rel[0], _unravel(best_rel[1], expected.shape)
+    c.mean_abs = abs_total / c.elements
+    c.pearson = _pearson(sums, n_finite)
+    worst_pool.sort(key=lambda w: -w[0])
+    c.worst = [{"index": list(_unravel(w[1], expected.shape)), "got": w[2], "expected": w[3],
+                "abs": w[4], "allowed": w[5]} for w in worst_pool[:5]]
+    c.regions, c.regions_truncated = _regions(bad_rows)
+    if c.regions_truncated:
+        row_mask = np.zeros(rows, bool)
+        row_mask[list(bad_rows)] = True
+        row_runs, col_runs = _runs(row_mask), _runs(bad_cols)
+        c.spread = {"rows": [list(r) for r in row_runs[:_MAX_REGIONS]],
+                    "cols": [list(r) for r in col_runs[:_MAX_REGIONS]]}
+        c.regions = []
+    return c
+
+
+def assert_close(got, expected, **kw) -> Census:
+    """``census`` that raises ``Mismatch`` unless everything is within tolerance."""
+    c = census(got, expected, **kw)
+    if not c.ok:
+        raise Mismatch(c)
+    return c
+
+
+def _unravel(flat, shape) -> tuple:
+    if flat is None or not shape:
+        return ()
+    return tuple(int(i) for i in np.unravel_index(int(flat), shape))
+
+
+def _pearson(s, n) -> float:
+    if n < 2:
+        return float("nan")
+    sx, sy, sxx, syy, sxy = s
+    cov = sxy - sx * sy / n
+    vx, vy = sxx - sx * sx / n, syy - sy * sy / n
+    if vx <= 0 or vy <= 0:
+        # A constant output matching a constant reference is perfectly correlated; else undefined.
+        return 1.0 if vx <= 0 and vy <= 0 and abs(sx - sy) <= 1e-12 * max(abs(sx), 1.0) else float("nan")
+    return float(cov / np.sqrt(vx * vy))
+
+
+def _runs(mask_row: np.ndarray) -> tuple:
+    """Column ranges (inclusive) where a boolean row is True."""
+    m = np.concatenate([[False], mask_row, [False]]).astype(np.int8)
+    d = np.diff(m)
+    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
+    return tuple(zip(starts.tolist(), ends.tolist()))
+
+
+def _regions(bad_rows: dict) -> tuple[list, bool]:
+    """Merge consecutive rows with identical bad column ranges into rectangles."""
+    regions: list = []
+    for r in sorted(bad_rows):
+        runs = bad_rows[r]
+        if regions and regions[-1]["_runs"] == runs and regions[-1]["rows"][1] == r - 1:
+            regions[-1]["rows"][1] = r
+        else:
+            regions.append({"rows": [r, r], "_runs": runs})
+    out = []
+    for reg in regions:
+        nrows = reg["rows"][1] - reg["rows"][0] + 1
+        for a, b in reg["_runs"]:
+            out.append({"rows": list(reg["rows"]), "cols": [a, b], "count": nrows * (b - a + 1)})
+    return out[:_MAX_REGIONS], len(out) > _MAX_REGIONS

@@ -1,0 +1,126 @@
+"""The IRON GEMM operator with ``partition_N``: configurations, inputs and the reference.
+
+C = A @ B with A (M, K) and B (K, N) in bf16. With partition_N = P the N columns are split into P
+equal parts; part i is columns [i*N/P, (i+1)*N/P). The reference is computed by torch from the
+already-rounded bf16 values, in float64 when cheap and float32 otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from golden import inputs as gen
+from golden import tolerance
+from golden.case import Case
+from golden.dtypes import to_bf16
+
+OP = "gemm_partition_n"
+MIN_CORR = 0.99     # seed 000's per-partition check
+
+_F64_REFERENCE_MACS = 1 << 31
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    M: int
+    K: int
+    N: int
+    tile_m: int
+    tile_k: int
+    tile_n: int
+    num_aie_columns: int
+    b_col_maj: bool
+    c_col_maj: bool
+    partition_N: int = 1
+    emulate_bfp16: bool = True
+
+    @property
+    def id(self) -> str:
+        b = "T" if self.b_col_maj else "F"
+        c = "T" if self.c_col_maj else "F"
+        return (f"M{self.M}-K{self.K}-N{self.N}-m{self.tile_m}-k{self.tile_k}-n{self.tile_n}"
+                f"-c{self.num_aie_columns}-b{b}-c{c}-P{self.partition_N}")
+
+    @property
+    def n_part(self) -> int:
+        return self.N // self.partition_N
+
+    def params(self) -> dict:
+        return asdict(self)
+
+    def standalone(self, part: int) -> "GemmConfig":
+        """Partition ``part`` as its own partition_N=1 GEMM (seed 000's control)."""
+        return GemmConfig(self.M, self.K, self.n_part, self.tile_m, self.tile_k, self.tile_n,
+                          self.num_aie_columns, self.b_col_maj, self.c_col_maj, 1, self.emulate_bfp16)
+
+
+def make_case(cfg: GemmConfig, base_seed: int = 0) -> Case:
+    if cfg.N % cfg.partition_N:
+        raise ValueError(f"N={cfg.N} is not divisible by partition_N={cfg.partition_N}")
+    return Case.make(OP, cfg.id, cfg.params(), base_seed)
+
+
+def config_of(case: Case) -> GemmConfig:
+    return GemmConfig(**case.params)
+
+
+# Seed 000 scales A by 4; B ~ N(0, 1). Rows are drawn in fixed chunks so that peak memory stays
+# bounded and the bytes do not depend on the machine.
+_ROWS_PER_DRAW = 64
+
+
+def _bf16_normal(rng: np.random.Generator, shape, scale: float) -> np.ndarray:
+    out = np.empty(shape, dtype=np.float32)
+    for r in range(0, shape[0], _ROWS_PER_DRAW):
+        rows = min(_ROWS_PER_DRAW, shape[0] - r)
+        out[r:r + rows] = to_bf16(gen.near_normal(rng, (rows,) + tuple(shape[1:]), scale)).astype(np.float32)
+    return out
+
+
+def make_inputs(case: Case) -> dict[str, np.ndarray]:
+    """A (M, K) and B (K, N), bf16 values held in float32 (exactly)."""
+    p = case.params
+    rng = gen.rng(case.seed)
+    return {"A": _bf16_normal(rng, (p["M"], p["K"]), 4.0), "B": _bf16_normal(rng, (p["K"], p["N"]), 1.0)}
+
+
+def standalone_inputs(inputs: dict[str, np.ndarray], cfg: GemmConfig, part: int) -> dict[str, np.ndarray]:
+    cols = slice(part * cfg.n_part, (part + 1) * cfg.n_part)
+    return {"A": inputs["A"], "B": np.ascontiguousarray(inputs["B"][:, cols])}
+
+
+def reference(inputs: dict[str, np.ndarray]) -> np.ndarray:
+    a, b = inputs["A"], inputs["B"]
+    macs = a.shape[0] * a.shape[1] * b.shape[1]
+    dtype = torch.float64 if macs <= _F64_REFERENCE_MACS else torch.float32
+    c = torch.from_numpy(a).to(dtype) @ torch.from_numpy(b).to(dtype)
+    return c.to(torch.float32).numpy()
+
+
+def tolerance_for(inputs: dict[str, np.ndarray], ref: np.ndarray, cfg: GemmConfig) -> np.ndarray:
+    return tolerance.gemm_bfp16(inputs["A"], inputs["B"], ref, bfp16=cfg.emulate_bfp16)
+
+
+def partition(x: np.ndarray, cfg: GemmConfig, part: int) -> np.ndarray:
+    """Columns of partition ``part`` of an (M, N) array."""
+    return x[..., part * cfg.n_part:(part + 1) * cfg.n_part]
+
+
+# Seed 001's CI list for iron/operators/gemm, and the Llama 3.2 1B vocab projection of seed 000.
+CI_CONFIGS = [
+    GemmConfig(1792, 896, 1152, 64, 32, 48, 8, False, True, 1),
+    GemmConfig(192, 384, 64, 48, 96, 16, 4, False, False, 1),
+    GemmConfig(192, 384, 64, 48, 96, 16, 4, True, True, 1),
+    GemmConfig(2048, 2048, 2048, 64, 64, 64, 1, False, False, 1),
+    GemmConfig(2048, 2048, 2048, 64, 64, 64, 2, True, False, 1),
+    GemmConfig(2048, 2048, 2048, 64, 64, 64, 8, True, True, 1),
+    GemmConfig(384, 1536, 1792, 32, 48, 64, 4, True, False, 1),
+    GemmConfig(64, 512, 256, 16, 64, 64, 4, True, False, 4),
+    GemmConfig(896, 1792, 640, 32, 64, 80, 8, False, True, 1),
+]
+LLAMA_VOCAB = GemmConfig(2048, 2048, 128256, 64, 64, 64, 8, True, False, 4)
+# The vocab projection's structure at a size for every run: N/partition_N (1002) is not a multiple
+# of tile_n * columns, so each partition is padded, as 32064 -> 32256 is for Llama.
+VOCAB_MINI = GemmConfig(256, 512, 4008, 64, 64, 64, 8, True, False, 4)

@@ -1,0 +1,43 @@
+"""The interface every backend implements. One backend per folder under hardware/."""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from golden.case import Case
+
+
+class Backend:
+    name: str = ""
+    kind: str = ""            # emulator | compiler | simulator | hardware | fpga-simulation
+    description: str = ""
+    default_timeout_s: float = 120.0
+    device_resource: Optional[str] = None   # hardware backends: name of the device pool they lock
+
+    def availability(self) -> Optional[str]:
+        """None when usable here; otherwise what is missing and how to get it."""
+        return None
+
+    def supports(self, case: Case) -> Optional[str]:
+        """None when this backend can run ``case``; otherwise why not."""
+        return None
+
+    def versions(self) -> dict[str, str]:
+        """Toolchain and device versions that go into every result."""
+        return {}
+
+    def timeout(self, case: Case) -> float:
+        """Bound for one run of ``case`` in seconds (may grow with the problem size)."""
+        return self.default_timeout_s
+
+    def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the case; return named outputs in logical shapes, values in the device's precision.
+
+        Raise ``hardware.Hang`` / ``Crash`` / ``CompileError`` for those outcomes and
+        ``hardware.Unsupported`` when the case cannot run here.
+        """
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Called after a HANG: bring the device back (reopen, reset) if the backend can."""

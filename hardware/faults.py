@@ -1,0 +1,51 @@
+"""``--inject-fault FILE.py:NAME`` or a built-in fault name: a callable fault(case, outputs) -> outputs.
+
+Applied to every backend result before comparison, inside the (isolated) run, so a fault that
+raises ``Hang`` / ``Crash`` or really hangs or kills its process exercises the same path a device
+would. Built-in faults are the documented bugs, shipped with the ``emu`` models of each family
+(a ``FAULTS`` dict in each ``hardware/emu/<op>.py``); they act on outputs only, so they apply to
+any backend.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+from pathlib import Path
+from typing import Callable, Optional
+
+Fault = Callable  # (case, outputs) -> outputs
+
+
+def builtin() -> dict[str, Fault]:
+    import hardware.emu as emu
+    found: dict[str, Fault] = {}
+    for info in pkgutil.iter_modules(emu.__path__):
+        module = importlib.import_module(f"hardware.emu.{info.name}")
+        for name, fn in getattr(module, "FAULTS", {}).items():
+            if name in found:
+                raise RuntimeError(f"built-in fault {name!r} is defined twice")
+            found[name] = fn
+    return found
+
+
+def load(spec: Optional[str]) -> Optional[Fault]:
+    if not spec:
+        return None
+    path, sep, name = spec.rpartition(":")
+    if sep and path.endswith(".py"):
+        file = Path(path)
+        if not file.is_file():
+            raise ValueError(f"--inject-fault {spec}: no such file {file}")
+        mod_spec = importlib.util.spec_from_file_location(f"accel_fault_{file.stem}", file)
+        module = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(module)
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            raise ValueError(f"--inject-fault {spec}: {file} has no callable {name!r}")
+        return fn
+    faults = builtin()
+    if spec not in faults:
+        raise ValueError(f"--inject-fault {spec}: not a FILE.py:NAME and not a built-in fault; "
+                         f"built-in: {', '.join(sorted(faults))}")
+    return faults[spec]

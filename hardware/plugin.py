@@ -1,0 +1,275 @@
+"""The pytest plugin: --hw selection, the ``hw`` fixture, verdict recording, reports, summary."""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from golden.case import Case
+from golden.compare import Mismatch
+from hardware import registry, results, runner, summary, verdicts
+from hardware.errors import Unsupported, VerdictError
+
+_RECORD = pytest.StashKey[dict]()
+_PROP = "accel_regress"
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("accel-regress")
+    g.addoption("--hw", default=None, metavar="NAME[,NAME...]",
+                help="backends to run on (default: $ACCEL_HW, else every backend available here; 'all' for every known one)")
+    g.addoption("--inject-fault", default=None, metavar="FILE.py:NAME|NAME",
+                help="apply fault(case, outputs) to every backend result before comparison")
+    g.addoption("--golden-seed", type=int, default=0, metavar="N",
+                help="shift every case's input seed (default 0: the pinned inputs)")
+    g.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
+                help="bound for one backend run (default: the backend's own, per family and size)")
+    g.addoption("--report-dir", default="reports", metavar="DIR",
+                help="where results.json, results.jsonl and junit.xml go (default: reports)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
+    config.addinivalue_line("markers", "family(op): the operator family a test belongs to")
+    try:
+        config._accel_hw = registry.parse(config.getoption("hw"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--hw: {exc}") from None
+    spec = config.getoption("inject_fault")
+    if spec:
+        from hardware import faults
+        try:
+            faults.load(spec)
+        except Exception as exc:
+            raise pytest.UsageError(str(exc)) from None
+    report_dir = Path(config.getoption("report_dir"))
+    if not config.option.xmlpath and not hasattr(config, "workerinput"):
+        config.option.xmlpath = str(report_dir / "junit.xml")
+    if not config.getoption("markexpr", None) and not config.getoption("keyword", None):
+        config.option.markexpr = "not large"
+    runner.observer = _observe
+    global _config
+    _config = config
+
+
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+class Hardware:
+    """The ``hw`` fixture: one backend, with the session's fault and seed applied."""
+
+    def __init__(self, name: str, config):
+        self.name = name
+        self.backend = registry.get(name)
+        self.fault = config.getoption("inject_fault")
+        self.golden_seed = config.getoption("golden_seed")
+        self.case_timeout = config.getoption("case_timeout")
+
+    def run(self, case: Case, inputs) -> runner.Run:
+        return runner.run_case(self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
+
+    def __repr__(self) -> str:
+        return f"<hw {self.name}>"
+
+
+def pytest_generate_tests(metafunc):
+    if "hw" in metafunc.fixturenames:
+        names = metafunc.config._accel_hw
+        metafunc.parametrize("hw", names, ids=names, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def hw(request) -> Hardware:
+    name = request.param
+    reason = registry.availability(name)
+    if reason:
+        pytest.skip(f"backend {name} unavailable: {reason}")
+    return Hardware(name, request.config)
+
+
+@pytest.fixture(scope="session")
+def golden_seed(request) -> int:
+    return request.config.getoption("golden_seed")
+
+
+# --- recording -------------------------------------------------------------------------------
+
+_current: Optional[dict] = None
+_config = None
+
+
+def _observe(run: runner.Run) -> None:
+    if _current is not None and all(r is not run for r in _current["_runs"]):
+        _current["_runs"].append(run)
+
+
+def _new_record(item) -> dict:
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("hw") if callspec else None
+    fam = item.get_closest_marker("family")
+    return {"nodeid": item.nodeid, "test": item.name, "backend": backend,
+            "family": fam.args[0] if fam else None, "verdict": None, "stage": None, "message": "",
+            "census": [], "detail": {}, "_runs": [], "_start": time.time()}
+
+
+def pytest_runtest_setup(item):
+    global _current
+    item.stash[_RECORD] = _current = _new_record(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    try:
+        return (yield)
+    except Unsupported as exc:
+        pytest.skip(str(exc))
+
+
+def _classify(rec: dict, report, call) -> None:
+    """Fold one phase's report into the record; the first bad phase decides the verdict."""
+    if rec["verdict"] not in (None, verdicts.PASS):
+        return
+    if hasattr(report, "wasxfail"):
+        rec["verdict"] = verdicts.XFAIL if report.skipped else verdicts.XPASS
+        rec["stage"], rec["message"] = "compare", report.wasxfail
+        return
+    if report.passed:
+        if report.when == "call":
+            rec["verdict"], rec["stage"] = verdicts.PASS, "compare"
+        return
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        rec["verdict"], rec["stage"], rec["message"] = verdicts.SKIP, None, reason.removeprefix("Skipped: ")
+        return
+    exc = call.excinfo.value if call and call.excinfo else None
+    if isinstance(exc, VerdictError):
+        rec["verdict"], rec["stage"] = exc.verdict, exc.stage
+        rec["message"] = exc.message
+        rec["detail"].update(exc.detail)
+        report.longrepr = _verdict_text(exc)
+    elif isinstance(exc, Mismatch):
+        rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
+        rec["census"].append(exc.census.to_json())
+        report.longrepr = str(exc)
+    elif isinstance(exc, AssertionError):
+        rec["verdict"], rec["stage"] = verdicts.FAIL, "compare"
+        rec["message"] = str(exc) or "assertion failed"
+    else:
+        rec["verdict"], rec["stage"] = verdicts.FAIL, "harness"
+        rec["message"] = f"{report.when}: {type(exc).__name__}: {exc}" if exc else f"{report.when} failed"
+
+
+def _verdict_text(exc: VerdictError) -> str:
+    lines = [f"{exc.verdict} at stage {exc.stage}: {exc.message}"]
+    for key, value in exc.detail.items():
+        text = str(value).rstrip()
+        if "\n" in text:
+            lines.append(f"--- {key} ---")
+            lines.extend(text.splitlines()[-30:])
+        else:
+            lines.append(f"{key}: {text}")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    rec = item.stash.get(_RECORD, None)
+    if rec is None:
+        return report
+    _classify(rec, report, call)
+    if report.when == "teardown":
+        report.user_properties.append((_PROP, _finish_record(rec)))
+    return report
+
+
+def _finish_record(rec: dict) -> dict:
+    global _current
+    runs = rec.pop("_runs")
+    out = dict(rec)
+    out["duration_s"] = round(time.time() - out.pop("_start"), 4)
+    out["runs"] = [r.to_json() for r in runs]
+    out["versions"] = runs[0].versions if runs else {}
+    if out["family"] is None and runs:
+        out["family"] = runs[0].case.op
+    if out["verdict"] is None:
+        out["verdict"] = verdicts.PASS
+    _current = None
+    return out
+
+
+# --- session ---------------------------------------------------------------------------------
+
+def _backends_info(names) -> dict:
+    info = {}
+    for name in registry.KNOWN:
+        reason = registry.availability(name)
+        b = registry.get(name)
+        entry = {"selected": name in names, "available": reason is None, "reason": reason, "kind": b.kind}
+        if reason is None and name in names:
+            try:
+                entry["versions"] = b.versions()
+            except Exception as exc:
+                entry["versions"] = {"error": f"{type(exc).__name__}: {exc}"}
+        info[name] = entry
+    return info
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    if _is_worker(config):
+        return
+    names = config._accel_hw
+    meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
+            "platform": platform.platform(), "python": sys.version.split()[0], "argv": sys.argv[1:],
+            "cwd": os.getcwd(), "hw": names, "fault": config.getoption("inject_fault"),
+            "golden_seed": config.getoption("golden_seed"), "interrupted": False}
+    config._accel_sink = results.Sink(Path(config.getoption("report_dir")), meta, _backends_info(names))
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "teardown":
+        return
+    for key, value in report.user_properties:
+        if key == _PROP:
+            sink = getattr(_config, "_accel_sink", None)
+            if sink is not None:
+                sink.add(value)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    sink = getattr(session.config, "_accel_sink", None)
+    if sink is None:
+        return
+    session.config._accel_data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                             exit_status=int(exitstatus),
+                                             interrupted=bool(session.shouldstop) or int(exitstatus) == 2)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    data = getattr(config, "_accel_data", None)
+    if data is None:
+        return
+    tr = terminalreporter
+    tr.section("accel-regress summary")
+    if data["summary"]:
+        for line in summary.table(data["summary"]):
+            tr.write_line(line)
+    else:
+        tr.write_line("no cases ran")
+    missing = [(n, b["reason"]) for n, b in data["backends"].items() if b["selected"] and not b["available"]]
+    for name, reason in missing:
+        tr.write_line(f"not run on {name}: {reason}")
+    bad = summary.problems(data["cases"])
+    if bad:
+        tr.write_line("")
+        for line in bad:
+            tr.write_line(line)
+    tr.write_line(f"reports: {Path(config.getoption('report_dir')) / 'results.json'}, {config.option.xmlpath}")

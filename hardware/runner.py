@@ -1,0 +1,119 @@
+"""Run one case on one backend and turn every outcome into outputs or a verdict.
+
+``execute`` is the whole of a run (backend, then the injected fault) and is what the isolation
+layer runs away from the pytest process; ``run_case`` wraps it and never raises.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
+
+from golden.case import Case
+from golden.inputs import sha256_of
+from hardware import faults, registry
+from hardware.errors import Crash, Unsupported, VerdictError
+
+
+@dataclass
+class Job:
+    backend: str
+    case: Case
+    inputs: Mapping[str, np.ndarray]
+    fault: Optional[str] = None
+    timeout_s: float = 120.0
+
+
+@lru_cache(maxsize=8)
+def _fault(spec: Optional[str]):
+    return faults.load(spec)
+
+
+def execute(job: Job) -> dict[str, np.ndarray]:
+    backend = registry.get(job.backend)
+    outputs = backend.run(job.case, job.inputs)
+    fault = _fault(job.fault)
+    if fault is not None:
+        outputs = fault(job.case, dict(outputs))
+    if not isinstance(outputs, dict) or not all(isinstance(v, np.ndarray) for v in outputs.values()):
+        raise Crash(f"{job.backend} returned {type(outputs).__name__}, not a dict of numpy arrays")
+    return outputs
+
+
+# Who observes runs as tests touch them (the pytest plugin sets this; repros leave it None).
+observer: Optional[Callable[["Run"], None]] = None
+
+
+@dataclass
+class Run:
+    backend: str
+    case: Case
+    inputs_sha256: str
+    duration_s: float = 0.0
+    versions: dict = field(default_factory=dict)
+    error: Optional[VerdictError] = None
+    skip: Optional[str] = None
+    _outputs: Optional[dict] = None
+
+    @property
+    def verdict(self) -> Optional[str]:
+        """The run's own verdict before any comparison (None when outputs came back)."""
+        if self.skip:
+            return "SKIP"
+        return self.error.verdict if self.error else None
+
+    @property
+    def outputs(self) -> dict[str, np.ndarray]:
+        if observer is not None:
+            observer(self)
+        if self.skip:
+            raise Unsupported(self.skip)
+        if self.error is not None:
+            raise self.error
+        return self._outputs
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        outputs = self.outputs
+        if name not in outputs:
+            raise Crash(f"{self.backend} returned no output {name!r} (it returned {', '.join(outputs) or 'nothing'})",
+                        stage="run")
+        return outputs[name]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "case": self.case.to_json(), "inputs_sha256": self.inputs_sha256,
+                "duration_s": round(self.duration_s, 6), "verdict": self.verdict}
+
+
+def invoke(job: Job) -> dict[str, np.ndarray]:
+    """Run ``job`` in this process. The isolation layer replaces this for backends that need it."""
+    return execute(job)
+
+
+def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
+             fault: Optional[str] = None, timeout_s: Optional[float] = None) -> Run:
+    backend = registry.get(backend_name)
+    run = Run(backend_name, case, sha256_of(inputs))
+    reason = registry.availability(backend_name)
+    if reason is None:
+        reason = backend.supports(case)
+    if reason is not None:
+        run.skip = f"{backend_name}: {reason}"
+        return run
+    run.versions = backend.versions()
+    job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case))
+    start = time.perf_counter()
+    try:
+        run._outputs = invoke(job)
+    except VerdictError as exc:
+        run.error = exc
+    except Unsupported as exc:
+        run.skip = f"{backend_name}: {exc}"
+    except Exception as exc:
+        run.error = Crash(f"{backend_name} raised {type(exc).__name__}: {exc}",
+                          detail={"traceback": traceback.format_exc(limit=8)})
+    run.duration_s = time.perf_counter() - start
+    return run

@@ -1,0 +1,84 @@
+"""IRON GEMM with partition_N (seeds 000 and 001): output shape, every partition, and the control.
+
+Each partition is checked on its own (Pearson correlation > 0.99, as seed 000's script does, and
+every element within the error model of golden/tolerance.py), so a bug that breaks only some
+partitions names them. The control runs each partition as its own partition_N=1 GEMM.
+"""
+import pytest
+
+from golden import assert_close, gemm
+
+pytestmark = pytest.mark.family(gemm.OP)
+
+CONFIGS = [pytest.param(c, id=c.id) for c in gemm.CI_CONFIGS] + [
+    pytest.param(gemm.VOCAB_MINI, id="vocab-mini-" + gemm.VOCAB_MINI.id),
+    pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.id, marks=pytest.mark.large)]
+
+
+def _partitions(configs):
+    out = []
+    for p in configs:
+        cfg = p.values[0]
+        for i in range(cfg.partition_N):
+            out.append(pytest.param(cfg, i, id=f"{p.id}-C{i}", marks=p.marks))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cfg(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def case(cfg, golden_seed):
+    return gemm.make_case(cfg, golden_seed)
+
+
+@pytest.fixture(scope="module")
+def inputs(case):
+    return gemm.make_inputs(case)
+
+
+@pytest.fixture(scope="module")
+def expected(inputs, cfg):
+    ref = gemm.reference(inputs)
+    return ref, gemm.tolerance_for(inputs, ref, cfg)
+
+
+@pytest.fixture(scope="module")
+def run(hw, case, inputs):
+    return hw.run(case, inputs)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, indirect=True)
+def test_forward_shape(run, cfg):
+    got = run["forward"]
+    assert got.shape == (1, cfg.M, cfg.N), (
+        f"forward() returned shape {got.shape}, expected (1, {cfg.M}, {cfg.N}) "
+        f"({got.shape[-1]} of {cfg.N} columns)")
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, indirect=True)
+def test_forward_values(run, cfg, expected):
+    ref, tol = expected
+    assert_close(run["forward"], ref[None], tol=tol[None], min_corr=gemm.MIN_CORR, name="forward() output")
+
+
+@pytest.mark.parametrize("cfg, part", _partitions(CONFIGS), indirect=["cfg"])
+def test_partition(run, cfg, part, expected):
+    ref, tol = expected
+    got = run[f"C_{part}"][:cfg.M, :cfg.n_part]
+    assert_close(got, gemm.partition(ref, cfg, part), tol=gemm.partition(tol, cfg, part),
+                 min_corr=gemm.MIN_CORR,
+                 name=f"C_{part} (columns {part * cfg.n_part}-{(part + 1) * cfg.n_part - 1})")
+
+
+@pytest.mark.parametrize("cfg, part", [p for p in _partitions(CONFIGS) if p.values[0].partition_N > 1],
+                         indirect=["cfg"])
+def test_standalone_partition(hw, cfg, part, inputs, expected, golden_seed):
+    ref, tol = expected
+    single = cfg.standalone(part)
+    run = hw.run(gemm.make_case(single, golden_seed), gemm.standalone_inputs(inputs, cfg, part))
+    assert_close(run["C_0"][:cfg.M, :cfg.n_part], gemm.partition(ref, cfg, part),
+                 tol=gemm.partition(tol, cfg, part), min_corr=gemm.MIN_CORR,
+                 name=f"standalone partition {part}")
