@@ -20,6 +20,11 @@ _RECORD = pytest.StashKey[dict]()
 _PROP = "accel_regress"
 
 
+def pytest_addhooks(pluginmanager):
+    from hardware import hookspecs
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("accel-regress")
     g.addoption("--hw", default=None, metavar="NAME[,NAME...]",
@@ -186,7 +191,9 @@ def pytest_runtest_makereport(item, call):
         return report
     _classify(rec, report, call)
     if report.when == "teardown":
-        report.user_properties.append((_PROP, _finish_record(rec)))
+        record = _finish_record(rec)
+        item.config.hook.accel_regress_record(item=item, record=record)
+        report.user_properties.append((_PROP, record))
     return report
 
 
@@ -248,9 +255,11 @@ def pytest_sessionfinish(session, exitstatus):
     sink = getattr(session.config, "_accel_sink", None)
     if sink is None:
         return
-    session.config._accel_data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                             exit_status=int(exitstatus),
-                                             interrupted=bool(session.shouldstop) or int(exitstatus) == 2)
+    data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus),
+                       interrupted=bool(session.shouldstop) or int(exitstatus) == 2)
+    session.config._accel_data = data
+    session.config.hook.accel_regress_session_finished(config=session.config, data=data,
+                                                       report_dir=sink.dir)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

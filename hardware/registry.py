@@ -11,6 +11,13 @@ from hardware.backend import Backend
 # id -> "module:Class". One folder per backend under hardware/.
 KNOWN = {
     "emu": "hardware.emu:EmuBackend",
+    "iree-cpu": "hardware.iree_cpu:IreeCpuBackend",
+    "qemu-rvv": "hardware.qemu_rvv:QemuRvvBackend",
+    "npu": "hardware.npu:NpuBackend",
+    "iree-amd-aie": "hardware.iree_amd_aie:IreeAmdAieBackend",
+    "a2a3": "hardware.pypto:A2a3Backend",
+    "a2a3sim": "hardware.pypto:A2a3SimBackend",
+    "firesim": "hardware.firesim:FireSimBackend",
 }
 
 # The embedded default, runnable anywhere; other available backends join it when --hw is absent.

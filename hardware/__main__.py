@@ -1,0 +1,56 @@
+"""``python -m hardware [COMMAND ...]``: with no command, list every backend and why it is (not) usable."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+# command -> "module:function(argv) -> exit code"
+COMMANDS = {
+    "list": "hardware.__main__:list_backends",
+    "gate": "hardware.gate:main",
+    "expectations": "hardware.expectations:main",
+    "merge": "hardware.merge:main",
+    "report": "hardware.report:main",
+    "sweep": "hardware.sweep:main",
+    "lint-pto": "hardware.pypto.lint:main",
+}
+
+
+def list_backends(argv) -> int:
+    from hardware import registry
+    rows = []
+    for name in registry.KNOWN:
+        backend = registry.get(name)
+        reason = registry.availability(name)
+        rows.append((name, backend.kind or "?", "yes" if reason is None else "no", reason or backend.description))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    print(f"{'backend':<{w0}}  {'kind':<{w1}}  available  notes")
+    for name, kind, ok, note in rows:
+        print(f"{name:<{w0}}  {kind:<{w1}}  {ok:<9}  {note}")
+    default = [n for n in registry.KNOWN if registry.availability(n) is None]
+    print(f"\ndefault --hw here: {','.join(default)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        print("commands: " + ", ".join(COMMANDS))
+        return 0
+    command = argv.pop(0) if argv and not argv[0].startswith("-") else "list"
+    if command not in COMMANDS:
+        print(f"unknown command {command!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    module, func = COMMANDS[command].split(":")
+    try:
+        fn = getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError) as exc:
+        print(f"command {command!r} is not available: {exc}", file=sys.stderr)
+        return 2
+    return int(fn(argv) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

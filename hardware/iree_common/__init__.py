@@ -1,0 +1,1 @@
+"""What every IREE-based backend (iree-cpu, qemu-rvv, firesim, iree-amd-aie) shares."""
