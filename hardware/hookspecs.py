@@ -1,8 +1,8 @@
 """Hooks the accel-regress plugin calls, so features (expectations, isolation, reports) plug in
 without editing the core plugin."""
-import pytest
+import pluggy
 
-hookspec = pytest.HookspecMarker("pytest")
+hookspec = pluggy.HookspecMarker("pytest")
 
 
 @hookspec
