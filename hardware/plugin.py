@@ -16,6 +16,9 @@ from golden.compare import Mismatch
 from hardware import registry, results, runner, summary, verdicts
 from hardware.errors import Unsupported, VerdictError
 
+# Feature plugins (isolation, expectations, reports, ...) register themselves here.
+pytest_plugins: list[str] = []
+
 _RECORD = pytest.StashKey[dict]()
 _PROP = "accel_regress"
 
