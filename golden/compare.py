@@ -144,7 +144,11 @@ def census(got, expected, *, atol=0.0, rtol=0.0, tol=None, min_corr=None, name="
     tol2 = None if tol is None else _as_2d(np.broadcast_to(np.asarray(tol, np.float64), expected.shape))
     rows, cols = e2.shape
     step = max(1, _CHUNK_ELEMENTS // max(cols, 1))
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, expected.shape)
 
+
+def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape) -> Census:
     sums = np.zeros(5)          # sx, sy, sxx, syy, sxy
     n_finite = 0
     abs_total = 0.0
@@ -192,12 +196,12 @@ def census(got, expected, *, atol=0.0, rtol=0.0, tol=None, min_corr=None, name="
             for rr in np.flatnonzero(bad.any(axis=1)):
                 bad_rows[r0 + int(rr)] = _runs(bad[rr])
     c.max_abs, c.max_abs_allowed = best_abs[0], best_abs[2]
-    c.max_abs_index = _unravel(best_abs[1], expected.shape)
-    c.max_rel, c.max_rel_index = best_rel[0], _unravel(best_rel[1], expected.shape)
+    c.max_abs_index = _unravel(best_abs[1], shape)
+    c.max_rel, c.max_rel_index = best_rel[0], _unravel(best_rel[1], shape)
     c.mean_abs = abs_total / c.elements
     c.pearson = _pearson(sums, n_finite)
     worst_pool.sort(key=lambda w: -w[0])
-    c.worst = [{"index": list(_unravel(w[1], expected.shape)), "got": w[2], "expected": w[3],
+    c.worst = [{"index": list(_unravel(w[1], shape)), "got": w[2], "expected": w[3],
                 "abs": w[4], "allowed": w[5]} for w in worst_pool[:5]]
     c.regions, c.regions_truncated = _regions(bad_rows)
     if c.regions_truncated:

@@ -29,23 +29,33 @@ def builtin() -> dict[str, Fault]:
     return found
 
 
+_loaded: dict[tuple, Fault] = {}
+
+
 def load(spec: Optional[str]) -> Optional[Fault]:
     if not spec:
         return None
     path, sep, name = spec.rpartition(":")
     if sep and path.endswith(".py"):
-        file = Path(path)
+        file = Path(path).resolve()
         if not file.is_file():
             raise ValueError(f"--inject-fault {spec}: no such file {file}")
-        mod_spec = importlib.util.spec_from_file_location(f"accel_fault_{file.stem}", file)
-        module = importlib.util.module_from_spec(mod_spec)
-        mod_spec.loader.exec_module(module)
-        fn = getattr(module, name, None)
-        if not callable(fn):
-            raise ValueError(f"--inject-fault {spec}: {file} has no callable {name!r}")
-        return fn
+        key = (str(file), file.stat().st_mtime_ns, name)
+        if key not in _loaded:
+            _loaded[key] = _load_file(spec, file, name)
+        return _loaded[key]
     faults = builtin()
     if spec not in faults:
         raise ValueError(f"--inject-fault {spec}: not a FILE.py:NAME and not a built-in fault; "
                          f"built-in: {', '.join(sorted(faults))}")
     return faults[spec]
+
+
+def _load_file(spec: str, file: Path, name: str) -> Fault:
+    mod_spec = importlib.util.spec_from_file_location(f"accel_fault_{file.stem}", file)
+    module = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(module)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise ValueError(f"--inject-fault {spec}: {file} has no callable {name!r}")
+    return fn

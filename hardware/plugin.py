@@ -129,7 +129,9 @@ def _new_record(item) -> dict:
 
 def pytest_runtest_setup(item):
     global _current
-    item.stash[_RECORD] = _current = _new_record(item)
+    # Only suite cases (tests that run on a backend) are results; selftests are not.
+    if "hw" in getattr(item, "fixturenames", ()):
+        item.stash[_RECORD] = _current = _new_record(item)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
@@ -28,15 +27,10 @@ class Job:
     timeout_s: float = 120.0
 
 
-@lru_cache(maxsize=8)
-def _fault(spec: Optional[str]):
-    return faults.load(spec)
-
-
 def execute(job: Job) -> dict[str, np.ndarray]:
     backend = registry.get(job.backend)
     outputs = backend.run(job.case, job.inputs)
-    fault = _fault(job.fault)
+    fault = faults.load(job.fault)
     if fault is not None:
         outputs = fault(job.case, dict(outputs))
     if not isinstance(outputs, dict) or not all(isinstance(v, np.ndarray) for v in outputs.values()):
