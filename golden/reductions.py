@@ -1,0 +1,294 @@
+"""The f32 reduction family (seed 004): cases, inputs, float64 references and the error model.
+
+Kinds with an f32 reduction: ``row_sum``, ``mean_var`` (mean and two-pass variance),
+``layernorm``, ``rmsnorm``, ``softmax`` (max + sum(exp)), ``matmul`` (f32) and ``bmm`` (f32
+batched matmul). Controls that seed 004 found healthy (``has_f32_reduction`` False): ``rsqrt``,
+``sqrt``, ``erf``, ``cvt`` (f32 -> i32 truncation and i32 -> f32), ``divide`` and ``i8_matmul``
+(i8 x i8 -> i32).
+
+Shapes (``params['shape']``): row kinds (M, N) reducing over N; ``matmul`` (M, K, N); ``bmm``
+(B, M, K, N); ``i8_matmul`` (M, K, N); elementwise (N,).
+
+Error model
+-----------
+u = 2**-24 (f32 unit roundoff), gamma_n = n*u / (1 - n*u).
+
+Summation of n terms in any order. Every order of summing n numbers is a binary tree of n-1
+additions (sequential order: a left-leaning chain; ``vfredusum``/pairwise: a balanced tree; VLEN
+lanes of strided partial sums then a tree across the lanes: a forest joined by a tree). Each
+addition rounds once, fl(a+b) = (a+b)(1+d) with |d| <= u, so the computed sum is
+sum_i x_i * prod_{j in path(i)} (1+d_j), where path(i) is the set of additions above leaf i. A
+path has at most n-1 additions whatever the tree's shape, and |prod (1+d_j) - 1| <= gamma_k for
+k <= n-1 factors (Higham, Accuracy and Stability, Lemma 3.1). Hence
+|fl(sum) - sum| <= gamma_{n-1} * sum |x_i| for a tree reduction and a sequential one alike; the
+order changes which bound is tight, never the bound. Each further rounding a term goes through
+(forming a product, a square, a division) adds one factor: gamma_{n-1+r}. An FMA rounds a
+product and a sum once, which only removes a factor. The reference is float64 on the same f32
+inputs, so the only error is the device's.
+
+Library functions are held to the OpenCL C single-precision accuracy table (full profile):
+exp 3 ulp, erf 16 ulp, rsqrt 2 ulp, sqrt 3 ulp, x/y 2.5 ulp; one ulp of y is at most 2u|y|.
+Conversions and integer matmuls are exact (tolerance 0). Each kind's propagation is in its
+``_tol_*`` function below; terms of second order (a product of two O(n*u) quantities) are kept
+by dividing by (1 - eps) where they arise.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from golden import inputs as gen
+from golden.case import Case, case_seed
+from golden.dtypes import F32_UNIT_ROUNDOFF as U
+
+OP = "f32_reduction"
+
+REDUCTIONS = ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax", "matmul", "bmm")
+CONTROLS = ("rsqrt", "sqrt", "erf", "cvt", "divide", "i8_matmul")
+KINDS = REDUCTIONS + CONTROLS
+
+# Seed 004's micro-test shapes (mt_vit_d1_layernorm 64x128, mt_softmax_64x64, mt_bmm_4x64x64,
+# mt_matmul_64x128 (64x128x128), the 64-element elementwise tests, mt_mm_i8_64x128).
+SEED_SHAPES = {
+    "row_sum": (64, 128), "mean_var": (64, 128), "layernorm": (64, 128), "rmsnorm": (64, 128),
+    "softmax": (64, 64), "matmul": (64, 128, 128), "bmm": (4, 64, 64, 64),
+    "rsqrt": (64,), "sqrt": (64,), "erf": (64,), "cvt": (64,), "divide": (64,),
+    "i8_matmul": (64, 128, 128),
+}
+# Reduction lengths that leave a tail for every vector length (VLEN 128/256/512 hold 4/8/16 f32).
+TAIL_LENGTHS = (1, 7, 33, 127, 1000)
+TAIL_ROWS = 4
+
+EPS = float(np.float32(1e-5))        # LayerNorm / RMSNorm epsilon, exactly as the f32 program holds it
+
+# OpenCL C 1.2 full-profile single-precision ulp bounds (section 7.4, table 7.1).
+ULP_BOUND = {"exp": 3.0, "erf": 16.0, "rsqrt": 2.0, "sqrt": 3.0, "divide": 2.5}
+
+
+def gamma(n: int) -> float:
+    n = max(int(n), 0)
+    return n * U / (1.0 - n * U)
+
+
+def has_f32_reduction(kind: str) -> bool:
+    return kind in REDUCTIONS
+
+
+def reduction_length(kind: str, shape) -> int:
+    if kind in ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax"):
+        return shape[1]
+    if kind in ("matmul", "i8_matmul"):
+        return shape[1]
+    if kind == "bmm":
+        return shape[2]
+    return 1
+
+
+def case_id(kind: str, shape, variant: str, vlen: int) -> str:
+    return f"{kind}-{'x'.join(map(str, shape))}-{variant}-vlen{vlen}"
+
+
+def make_case(kind: str, shape, variant: str = "v", vlen: int = 256, base_seed: int = 0) -> Case:
+    """``variant`` names a RISC-V build (the IREE backends map it to flags: v, novec, v-vw0,
+    v-zvl512b, v-reassoc); ``vlen`` the simulated vector length. Neither changes the numbers."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown f32_reduction kind {kind!r}; known: {', '.join(KINDS)}")
+    shape = tuple(int(d) for d in shape)
+    dtype = "i8" if kind == "i8_matmul" else "f32"
+    params = {"kind": kind, "shape": list(shape), "dtype": dtype, "variant": variant, "vlen": int(vlen),
+              "has_f32_reduction": has_f32_reduction(kind)}
+    # Inputs depend on kind and shape only, so every variant and VLEN sees the same numbers.
+    input_id = f"{kind}-{'x'.join(map(str, shape))}"
+    return Case(OP, case_id(kind, shape, variant, vlen), params, case_seed(OP, input_id, base_seed))
+
+
+def _f32(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).astype(np.float32)
+
+
+def make_inputs(case: Case) -> dict[str, np.ndarray]:
+    """Deterministic inputs (golden/inputs.py generators), rounded once to the device dtype."""
+    kind, shape = case.params["kind"], tuple(case.params["shape"])
+    g = gen.rng(case.seed)
+    if kind in ("row_sum", "mean_var"):
+        return {"x": _f32(gen.near_normal(g, shape) + 0.25)}
+    if kind == "layernorm":
+        n = shape[1]
+        return {"x": _f32(gen.near_normal(g, shape) + 0.25), "gamma": _f32(gen.uniform(g, (n,), 0.5, 1.5)),
+                "beta": _f32(gen.uniform(g, (n,), -0.5, 0.5))}
+    if kind == "rmsnorm":
+        return {"x": _f32(gen.near_normal(g, shape) + 0.25), "gamma": _f32(gen.uniform(g, (shape[1],), 0.5, 1.5))}
+    if kind == "softmax":
+        return {"x": _f32(gen.near_normal(g, shape, scale=2.0))}
+    if kind == "matmul":
+        M, K, N = shape
+        return {"a": _f32(gen.near_normal(g, (M, K))), "b": _f32(gen.near_normal(g, (K, N)))}
+    if kind == "bmm":
+        B, M, K, N = shape
+        return {"a": _f32(gen.near_normal(g, (B, M, K))), "b": _f32(gen.near_normal(g, (B, K, N)))}
+    if kind in ("rsqrt", "sqrt"):
+        return {"x": _f32(gen.uniform(g, shape, 2.0 ** -4, 16.0))}
+    if kind == "erf":
+        return {"x": _f32(gen.uniform(g, shape, -3.0, 3.0))}
+    if kind == "cvt":
+        return {"x": _f32(gen.uniform(g, shape, -1000.0, 1000.0)),
+                "k": g.integers(-(1 << 24), (1 << 24) + 1, size=shape, dtype=np.int64).astype(np.int32)}
+    if kind == "divide":
+        b = gen.uniform(g, shape, 0.5, 2.0) * np.where(g.integers(0, 2, size=shape) == 0, -1.0, 1.0)
+        return {"a": _f32(gen.near_normal(g, shape)), "b": _f32(b)}
+    if kind == "i8_matmul":
+        M, K, N = shape
+        return {"a": g.integers(-128, 128, size=(M, K), dtype=np.int64).astype(np.int8),
+                "b": g.integers(-128, 128, size=(K, N), dtype=np.int64).astype(np.int8)}
+    raise ValueError(kind)
+
+
+def output_names(kind: str) -> tuple[str, ...]:
+    return {"row_sum": ("sum",), "mean_var": ("mean", "var"), "cvt": ("to_int", "to_float"),
+            "matmul": ("c",), "bmm": ("c",), "i8_matmul": ("c",)}.get(kind, ("y",))
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """float64 results of the exact operations on the f32 inputs (integers: exact int64)."""
+    kind = case.params["kind"]
+    d = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
+    if kind == "row_sum":
+        return {"sum": d["x"].sum(axis=1)}
+    if kind == "mean_var":
+        m = d["x"].mean(axis=1)
+        return {"mean": m, "var": ((d["x"] - m[:, None]) ** 2).mean(axis=1)}
+    if kind == "layernorm":
+        x = d["x"]
+        m = x.mean(axis=1, keepdims=True)
+        v = ((x - m) ** 2).mean(axis=1, keepdims=True)
+        return {"y": (x - m) / np.sqrt(v + EPS) * d["gamma"] + d["beta"]}
+    if kind == "rmsnorm":
+        x = d["x"]
+        return {"y": x / np.sqrt((x * x).mean(axis=1, keepdims=True) + EPS) * d["gamma"]}
+    if kind == "softmax":
+        e = np.exp(d["x"] - d["x"].max(axis=1, keepdims=True))
+        return {"y": e / e.sum(axis=1, keepdims=True)}
+    if kind in ("matmul", "bmm"):
+        return {"c": np.matmul(d["a"], d["b"])}
+    if kind == "rsqrt":
+        return {"y": 1.0 / np.sqrt(d["x"])}
+    if kind == "sqrt":
+        return {"y": np.sqrt(d["x"])}
+    if kind == "erf":
+        return {"y": _erf(d["x"])}
+    if kind == "cvt":
+        return {"to_int": np.trunc(d["x"]).astype(np.int64), "to_float": d["k"]}
+    if kind == "divide":
+        return {"y": d["a"] / d["b"]}
+    if kind == "i8_matmul":
+        return {"c": np.matmul(inputs["a"].astype(np.int64), inputs["b"].astype(np.int64))}
+    raise ValueError(kind)
+
+
+def _ulps(y: np.ndarray, k: float) -> np.ndarray:
+    """k ulp of f32 at |y| (bounded by 2u|y|, plus the subnormal spacing)."""
+    return k * (2.0 * U * np.abs(y) + 2.0 ** -149)
+
+
+def _tol_mean(x: np.ndarray):
+    """n-1 additions and one division (or a multiply by a rounded 1/n: one more): gamma_{n+1}."""
+    n = x.shape[1]
+    return gamma(n + 1) * np.abs(x).sum(axis=1) / n
+
+
+def _tol_var(x: np.ndarray, var: np.ndarray, e_m: np.ndarray):
+    """Two-pass variance with the computed mean m' = m + e: sum (x - m')**2 / n equals
+    var + e**2 exactly (the cross term sums to zero). The subtraction, the square, n-1
+    additions and the division (<= 2 roundings) give each positive term at most n+3 factors."""
+    n = x.shape[1]
+    return gamma(n + 3) * (var + e_m * e_m) + e_m * e_m
+
+
+def tolerance(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-element allowance |device - reference| for every output (see the module docstring)."""
+    kind = case.params["kind"]
+    d = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
+    if kind == "row_sum":
+        n = d["x"].shape[1]
+        return {"sum": gamma(n - 1) * np.abs(d["x"]).sum(axis=1)}
+    if kind == "mean_var":
+        e_m = _tol_mean(d["x"])
+        return {"mean": e_m, "var": _tol_var(d["x"], ref["var"], e_m)}
+    if kind == "layernorm":
+        return {"y": _tol_layernorm(d, ref["y"])}
+    if kind == "rmsnorm":
+        return {"y": _tol_rmsnorm(d, ref["y"])}
+    if kind == "softmax":
+        return {"y": _tol_softmax(d["x"], ref["y"])}
+    if kind in ("matmul", "bmm"):
+        K = d["a"].shape[-1]
+        return {"c": gamma(K) * np.matmul(np.abs(d["a"]), np.abs(d["b"]))}
+    if kind in ("rsqrt", "sqrt", "erf", "divide"):
+        return {"y": _ulps(ref["y"], ULP_BOUND[kind])}
+    if kind == "cvt":
+        return {"to_int": np.zeros(ref["to_int"].shape), "to_float": np.zeros(ref["to_float"].shape)}
+    if kind == "i8_matmul":
+        return {"c": np.zeros(ref["c"].shape)}
+    raise ValueError(kind)
+
+
+def _rsqrt_rel(rel_arg: np.ndarray) -> np.ndarray:
+    """Relative error of rsqrt(s') when s' = s(1 + r), |r| <= rel_arg: (1+r)**-1/2 - 1 is at
+    most r/2/(1-r) in size; plus rsqrt's own 2 ulp (<= 4u)."""
+    return 0.5 * rel_arg / (1.0 - rel_arg) + 2.0 * ULP_BOUND["rsqrt"] * U
+
+
+def _tol_layernorm(d, y):
+    """y = (x - m') * r' * g + b, r = rsqrt(var + eps). Errors: e_m in the mean; the variance
+    (``_tol_var``) plus the rounding of ``+ eps`` move r by eps_r; the subtraction, the two
+    multiplications and the final addition round once each."""
+    x, g, b = d["x"], d["gamma"], d["beta"]
+    m = x.mean(axis=1, keepdims=True)
+    var = ((x - m) ** 2).mean(axis=1, keepdims=True)
+    e_m = _tol_mean(x)[:, None]
+    e_v = _tol_var(x, var, e_m)
+    r = 1.0 / np.sqrt(var + EPS)
+    eps_r = _rsqrt_rel(e_v / (var + EPS) + U)
+    dev = np.abs(x - m)
+    e_d = e_m + U * (dev + e_m)                            # |(x - m')(1+d) - (x - m)|
+    e_t = np.abs(g) * r * (e_d + dev * (eps_r + 2 * U)) / (1.0 - eps_r - 3 * U)
+    return e_t + U * (np.abs(y) + e_t)
+
+
+def _tol_rmsnorm(d, y):
+    """y = x * r' * g, r = rsqrt(sum(x*x)/n + eps): the mean square has n+2 roundings per
+    (positive) term, ``+ eps`` one more, then rsqrt; two multiplications round y."""
+    x = d["x"]
+    n = x.shape[1]
+    ms = (x * x).mean(axis=1, keepdims=True)
+    rel_s = gamma(n + 2) * ms / (ms + EPS) + U
+    eps_r = _rsqrt_rel(rel_s)
+    return np.abs(y) * (eps_r + 2 * U) / (1.0 - eps_r - 2 * U)
+
+
+def _tol_softmax(x, y):
+    """y_j = e_j / s, e_j = exp(x_j - max) (max is exact), s = sum e_j. The rounded argument
+    a_j(1+d) moves exp by a factor exp(|a_j| u) - 1 <= |a_j| u / (1 - |a_j| u), exp adds 3 ulp;
+    the positive sum adds gamma_{n-1} plus the terms' own error; the division (or reciprocal and
+    multiply) rounds twice."""
+    n = x.shape[1]
+    a = np.abs(x - x.max(axis=1, keepdims=True))
+    eps_e = a * U / (1.0 - a * U) + 2.0 * ULP_BOUND["exp"] * U
+    eps_s = gamma(n - 1) + eps_e.max(axis=1, keepdims=True) * (1.0 + gamma(n - 1))
+    return y * (eps_e + eps_s + 2 * U) / (1.0 - eps_s - 2 * U)
+
+
+def cases(variants, vlens, kinds=KINDS, shapes=None, base_seed: int = 0) -> list[Case]:
+    out = []
+    for kind in kinds:
+        for shape in (shapes or {}).get(kind, [SEED_SHAPES[kind]]):
+            for variant in variants:
+                for vlen in vlens:
+                    out.append(make_case(kind, shape, variant, vlen, base_seed))
+    return out

@@ -1,0 +1,152 @@
+"""Run ``iree-compile`` from the ``iree-base-compiler`` wheel, with an on-disk cache of its outputs.
+
+Every IREE-based backend compiles through ``compile_cached``: the program text, the flags and the
+compiler's own version line are hashed (sha256) into a key, and everything the compiler wrote
+(the ``.vmfb``, a static library and its header, dumped executables) is kept under
+``<cache>/<key>/``. A second run with the same program, flags and compiler finds the folder and
+compiles nothing. The folder is built under a temporary name and renamed into place, so a
+half-written entry is never seen, even by parallel workers (a loser of the rename race discards
+its copy).
+
+Flags may name files inside the output folder with the placeholder ``{out}``
+(``--iree-llvmcpu-static-library-output-path={out}/lib.o``); it is replaced by the real folder.
+
+The cache lives in ``$ACCEL_IREE_CACHE`` or ``<repo>/.cache/iree`` (git-ignored). A failed
+compile is not cached: it raises ``hardware.CompileError`` with the compiler's diagnostic in
+``detail['diagnostic']``; a compile that outlives its bound raises ``hardware.Hang`` at stage
+``compile``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional, Sequence
+
+from hardware.errors import CompileError, Hang
+
+REPO = Path(__file__).resolve().parents[2]
+PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
+VMFB = "module.vmfb"
+DIAGNOSTIC_CHARS = 20000
+
+
+def cache_root() -> Path:
+    env = os.environ.get("ACCEL_IREE_CACHE")
+    return Path(env) if env else REPO / ".cache" / "iree"
+
+
+@lru_cache(maxsize=1)
+def tool_path() -> Optional[str]:
+    """The ``iree-compile`` executable shipped inside the wheel (None when the wheel is missing)."""
+    try:
+        from iree.compiler.tools import binaries
+        path = binaries.find_tool("iree-compile")
+    except Exception:
+        return shutil.which("iree-compile")
+    return str(path) if path else None
+
+
+def availability() -> Optional[str]:
+    if tool_path() is None:
+        return f"iree-compile not found (the iree-base-compiler wheel is not installed): {PIP_HINT}"
+    return None
+
+
+@lru_cache(maxsize=1)
+def compiler_version() -> str:
+    """The version line of ``iree-compile --version``, e.g. '3.13.0rc20261016 @ 89ece87b...'."""
+    tool = tool_path()
+    if tool is None:
+        return "missing"
+    out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
+    for line in out.splitlines():
+        if "IREE compiler version" in line:
+            return line.split("IREE compiler version", 1)[1].strip()
+    return out.strip().splitlines()[0] if out.strip() else "unknown"
+
+
+@lru_cache(maxsize=1)
+def llvm_version() -> str:
+    tool = tool_path()
+    if tool is None:
+        return "missing"
+    out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
+    for line in out.splitlines():
+        if "LLVM version" in line:
+            return line.split("LLVM version", 1)[1].strip()
+    return "unknown"
+
+
+def cache_key(mlir: str, flags: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for part in (compiler_version(), "\0".join(flags), mlir):
+        h.update(part.encode())
+        h.update(b"\x01")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Compiled:
+    dir: Path               # the cache entry: module.vmfb and whatever the flags asked for
+    cached: bool            # True when nothing was compiled this time
+    seconds: float          # compile time (0 when cached)
+    argv: tuple[str, ...]   # the command as it ran (paths inside the temporary folder)
+
+    @property
+    def vmfb(self) -> Path:
+        return self.dir / VMFB
+
+
+def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
+                   name: str = "program") -> Compiled:
+    """Compile ``mlir`` with ``flags`` unless the cache has it; return the entry's folder."""
+    reason = availability()
+    if reason:
+        raise CompileError(reason, detail={"diagnostic": reason})
+    key = cache_key(mlir, flags)
+    final = cache_root() / key
+    if (final / VMFB).is_file():
+        return Compiled(final, True, 0.0, ())
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
+    try:
+        src = tmp / "program.mlir"
+        src.write_text(mlir)
+        argv = [tool_path(), str(src), *(f.replace("{out}", str(tmp)) for f in flags), "-o", str(tmp / VMFB)]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise Hang(f"iree-compile did not finish within {timeout_s:.0f} s ({name})", stage="compile",
+                       detail={"argv": " ".join(argv), "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:]}) from None
+        seconds = time.perf_counter() - start
+        if proc.returncode != 0 or not (tmp / VMFB).is_file():
+            diag = (proc.stderr or proc.stdout or "").strip()
+            first = next((ln for ln in diag.splitlines() if "error" in ln), diag.splitlines()[0] if diag else "")
+            raise CompileError(f"iree-compile failed (exit {proc.returncode}) on {name}: {first[:300]}",
+                               detail={"diagnostic": diag[-DIAGNOSTIC_CHARS:], "argv": " ".join(argv),
+                                       "compiler": compiler_version()})
+        (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
+        try:
+            os.rename(tmp, final)
+        except OSError:          # another worker finished the same entry first: use theirs
+            if not (final / VMFB).is_file():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+        return Compiled(final, False, seconds, tuple(argv))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _text(data) -> str:
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
