@@ -1,0 +1,14 @@
+# The two commands of the README. Both run the set-up first (idempotent).
+PYTHON ?= python3
+
+.PHONY: setup suite test
+setup:
+	bash scripts/setup.sh
+
+# The main job: the suite on every backend available here, summary table + reports/.
+suite: setup
+	$(PYTHON) -m pytest tests --ignore=tests/selftest
+
+# Everything: the suite and the harness's own selftests (what CI runs).
+test: setup
+	$(PYTHON) -m pytest tests

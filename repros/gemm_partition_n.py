@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Seed 000, standalone: IRON GEMM with partition_N > 1, checked partition by partition.
+
+    python repros/gemm_partition_n.py --hw emu [--fault NAME] [--size small|llama]
+
+Prints the output-shape check (bug 1), each partition's correlation / max_err / mean_err with
+PASS or FAIL (bug 2), and the control (each partition as its own partition_N=1 GEMM). Exit 0
+when everything is right, 1 when a bug shows, 2 when the case could not run at all.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from golden import gemm  # noqa: E402
+from golden.compare import census  # noqa: E402
+from hardware.runner import run_case  # noqa: E402
+
+SIZES = {"small": gemm.VOCAB_MINI, "llama": gemm.LLAMA_VOCAB}
+
+
+def _line(label: str, got, ref, tol) -> bool:
+    c = census(got, ref, tol=tol, min_corr=gemm.MIN_CORR, name=label)
+    status = "PASS" if c.ok else "FAIL"
+    print(f"  {label}: corr={c.pearson:.5f}, max_err={c.max_abs:.1f}, mean_err={c.mean_abs:.2f}, "
+          f"over tolerance {c.over_tolerance}/{c.elements} [{status}]")
+    if not c.ok and c.over_tolerance:
+        print(f"    where: {c.where()}")
+    return c.ok
+
+
+def _outputs(run) -> dict | None:
+    if run.verdict is not None:
+        print(f"  {run.verdict}: {run.skip or run.error.message}")
+        return None
+    return run.outputs
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hw", default="emu", help="backend (default emu)")
+    ap.add_argument("--fault", default=None, help="built-in fault name or FILE.py:NAME")
+    ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--golden-seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    cfg = SIZES[args.size]
+    P = cfg.partition_N
+    bar = "=" * 70
+    print(bar)
+    print(f"IRON GEMM partition_N reproduction on {args.hw}" + (f" with fault {args.fault}" if args.fault else ""))
+    print(f"Problem: M={cfg.M}, K={cfg.K}, N={cfg.N}, partition_N={P}, tile {cfg.tile_m}/{cfg.tile_k}/"
+          f"{cfg.tile_n}, {cfg.num_aie_columns} columns, bfp16 emulation {cfg.emulate_bfp16}")
+    print(bar)
+    case = gemm.make_case(cfg, args.golden_seed)
+    inputs = gemm.make_inputs(case)
+    ref = gemm.reference(inputs)
+    tol = gemm.tolerance_for(inputs, ref, cfg)
+    out = _outputs(run_case(args.hw, case, inputs, fault=args.fault))
+    if out is None:
+        return 2
+    ok = True
+
+    print("BUG 1: forward() output shape")
+    shape = out["forward"].shape
+    print(f"  Expected output shape: (1, {cfg.M}, {cfg.N})")
+    print(f"  Actual output shape:   {tuple(shape)}")
+    if tuple(shape) != (1, cfg.M, cfg.N):
+        ok = False
+        print(f"  BUG: forward() returns {shape[-1]} columns instead of {cfg.N}.")
+    else:
+        ok &= _line("forward() values", out["forward"], ref[None], tol[None])
+
+    print(f"BUG 2: each partition's buffer C_i read directly (N_per_partition={cfg.n_part}, "
+          f"padded to {out['C_0'].shape[1]})")
+    for i in range(P):
+        lo, hi = i * cfg.n_part, (i + 1) * cfg.n_part - 1
+        ok &= _line(f"C_{i} (columns {lo}-{hi})", out[f"C_{i}"][:cfg.M, :cfg.n_part],
+                    gemm.partition(ref, cfg, i), gemm.partition(tol, cfg, i))
+
+    print("CONTROL: each partition as a standalone GEMM (partition_N=1)")
+    control_ok = True
+    for i in range(P):
+        single = gemm.make_case(cfg.standalone(i), args.golden_seed)
+        sub = _outputs(run_case(args.hw, single, gemm.standalone_inputs(inputs, cfg, i), fault=args.fault))
+        if sub is None:
+            control_ok = False
+            continue
+        control_ok &= _line(f"standalone partition {i}", sub["C_0"][:cfg.M, :cfg.n_part],
+                            gemm.partition(ref, cfg, i), gemm.partition(tol, cfg, i))
+    print(bar)
+    if ok and control_ok:
+        print("CONCLUSION: forward() shape and every partition are right.")
+        return 0
+    if control_ok:
+        print("CONCLUSION: the standalone partitions are right, so the partitioned operator is at fault "
+              "(shape and/or runlist entries after the first), as in seed 000.")
+    else:
+        print("CONCLUSION: even standalone partitions are wrong: the GEMM itself is broken on this backend.")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

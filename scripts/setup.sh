@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs everything the suite and its tests need on a fresh Debian machine. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(qemu-user-static clang-16 lld-16 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross chromium)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    echo "setup: not root, so not installing ${missing[*]}; the backends that need them will SKIP with the reason" >&2
+  fi
+fi
+
+python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports]"
