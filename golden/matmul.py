@@ -1,0 +1,175 @@
+"""Plain matmul C = A @ B (seed 003): bf16 x bf16 -> f32 and f32 x f32 -> f32, with its reference.
+
+Two input modes:
+
+``int``: small integers in [-4, 4]. Every product is an integer of magnitude <= 16 and every
+    partial sum, in any order, an integer of magnitude <= 16*K, so while 16*K <= 2**24 every f32
+    operation on the way is exact: any correct device returns exactly the reference and any
+    difference at all is a bug (IREE's own e2e matmul tests compare this way, bit for bit).
+
+``normal``: near-normal values (golden.inputs.near_normal, unit variance) rounded to the operand
+    dtype. The reference is computed in float64 from the very same rounded operands and rounded to
+    f32 once. Allowed difference per element, derived:
+
+    1. Products. bf16 keeps 8 significant bits, so a bf16 x bf16 product has at most 16 and is
+       exact in f32 (24 bits). An f32 x f32 product is rounded once (relative error <= u).
+    2. Summation. Whatever order and blocking a device uses (tiles along K, split-K partial sums
+       added later, FMA chains), a length-K dot product computed in f32 satisfies
+       |fl(a.b) - a.b| <= gamma_K * sum_k |a_k||b_k|, gamma_K = K*u / (1 - K*u), u = 2**-24
+       (Higham, Accuracy and Stability, eq. 3.5; it covers the product roundings of case 1 too).
+    3. The reference: float64 summation adds gamma_K(2**-53) * sum|a||b| (negligible but counted),
+       and its one rounding to f32 adds u/(1-u) * |ref|.
+    4. sum|a||b| itself is computed as |A| @ |B| in f32; all its terms are non-negative, so the
+       computed value S' satisfies S <= S' / (1 - gamma_K), which the allowance uses.
+
+    So tol = (gamma_K(u) + gamma_K(2**-53)) * S' / (1 - gamma_K(u)) + u/(1-u) * |ref|. This is a
+    worst case: a correct device can never exceed it, for any seed. Typical errors are about
+    sqrt(K)*u*S (random-walk rounding), so the bound is ~sqrt(K) looser than what is seen, yet
+    still about 2**8/sqrt(K) tighter than a device that accumulates in bf16 would need, and a
+    wrong tile (errors of order |ref|) is far outside it.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Iterable
+
+import numpy as np
+import torch
+from ml_dtypes import bfloat16
+
+from golden import inputs as gen
+from golden.case import Case
+from golden.dtypes import F32_UNIT_ROUNDOFF, to_bf16
+
+OP = "matmul"
+MODES = ("int", "normal")
+OPERAND_DTYPES = ("bf16", "f32")
+ACC_DTYPES = ("f32",)
+INT_RANGE = (-4, 4)
+_EXACT_K_LIMIT = (1 << 24) // 16        # 16*K <= 2**24 keeps every partial sum exact in f32
+_F64_UNIT_ROUNDOFF = 2.0 ** -53
+_ROWS_PER_DRAW = 64                     # draw in fixed row chunks: bounded memory, same bytes anywhere
+
+NUMPY_DTYPES = {"bf16": np.dtype(bfloat16), "f32": np.dtype(np.float32)}
+ELEMENT_BYTES = {"bf16": 2, "f32": 4}
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    M: int
+    K: int
+    N: int
+    lhs: str = "bf16"
+    rhs: str = "bf16"
+    acc: str = "f32"
+    mode: str = "int"
+
+    def __post_init__(self):
+        for d in ("M", "K", "N"):
+            v = getattr(self, d)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"matmul {d} must be a positive integer, got {v!r}")
+        if self.lhs not in OPERAND_DTYPES or self.rhs not in OPERAND_DTYPES:
+            raise ValueError(f"matmul operand dtypes must be in {OPERAND_DTYPES}, got {self.lhs}, {self.rhs}")
+        if self.acc not in ACC_DTYPES:
+            raise ValueError(f"matmul accumulator dtype must be in {ACC_DTYPES}, got {self.acc}")
+        if self.mode not in MODES:
+            raise ValueError(f"matmul input mode must be in {MODES}, got {self.mode!r}")
+        if self.mode == "int" and self.K > _EXACT_K_LIMIT:
+            raise ValueError(f"int mode is exact only for K <= {_EXACT_K_LIMIT}, got K={self.K}")
+
+    @property
+    def id(self) -> str:
+        return f"M{self.M}-K{self.K}-N{self.N}-{self.lhs}x{self.rhs}-{self.acc}-{self.mode}"
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        return (self.M, self.K, self.N)
+
+    @property
+    def macs(self) -> int:
+        return self.M * self.K * self.N
+
+    def params(self) -> dict:
+        return {k: (int(v) if isinstance(v, (int, np.integer)) else v) for k, v in asdict(self).items()}
+
+
+def make_case(cfg: MatmulConfig, base_seed: int = 0) -> Case:
+    return Case.make(OP, cfg.id, cfg.params(), base_seed)
+
+
+def config_of(case: Case) -> MatmulConfig:
+    return MatmulConfig(**case.params)
+
+
+def _draw(rng: np.random.Generator, shape, mode: str, dtype: str) -> np.ndarray:
+    out = np.empty(shape, dtype=NUMPY_DTYPES[dtype])
+    for r in range(0, shape[0], _ROWS_PER_DRAW):
+        rows = (min(_ROWS_PER_DRAW, shape[0] - r), shape[1])
+        if mode == "int":
+            x = gen.small_integers(rng, rows, *INT_RANGE)
+        else:
+            x = gen.near_normal(rng, rows, 1.0)
+        out[r:r + rows[0]] = to_bf16(x) if dtype == "bf16" else x.astype(np.float32)
+    return out
+
+
+def make_inputs(case: Case) -> dict[str, np.ndarray]:
+    """``lhs`` (M, K) and ``rhs`` (K, N) in their operand dtype (ml_dtypes.bfloat16 for bf16)."""
+    cfg = config_of(case)
+    rng = gen.rng(case.seed)
+    return {"lhs": _draw(rng, (cfg.M, cfg.K), cfg.mode, cfg.lhs),
+            "rhs": _draw(rng, (cfg.K, cfg.N), cfg.mode, cfg.rhs)}
+
+
+def reference(inputs: dict[str, np.ndarray], mode: str) -> np.ndarray:
+    """C in f32. int mode: f32 is exact (module docstring); normal: float64, rounded once."""
+    dtype = torch.float32 if mode == "int" else torch.float64
+    a = torch.from_numpy(np.asarray(inputs["lhs"], np.float32)).to(dtype)
+    b = torch.from_numpy(np.asarray(inputs["rhs"], np.float32)).to(dtype)
+    return (a @ b).to(torch.float32).numpy()
+
+
+def gamma(n: int, u: float = F32_UNIT_ROUNDOFF) -> float:
+    return n * u / (1.0 - n * u)
+
+
+def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, mode: str) -> np.ndarray:
+    """Per-element allowed |got - ref| (float32 (M, N)); zero in int mode. See the module docstring."""
+    if mode == "int":
+        return np.zeros(ref.shape, np.float32)
+    a = np.abs(np.asarray(inputs["lhs"], np.float32))
+    b = np.abs(np.asarray(inputs["rhs"], np.float32))
+    K = a.shape[1]
+    s = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy().astype(np.float64)
+    g = gamma(K)
+    tol = (g + gamma(K, _F64_UNIT_ROUNDOFF)) * s / (1.0 - g)
+    tol += F32_UNIT_ROUNDOFF / (1.0 - F32_UNIT_ROUNDOFF) * np.abs(ref.astype(np.float64))
+    # Rounded up to f32 so that storing the allowance never shrinks it.
+    return np.nextafter(tol.astype(np.float32), np.float32(np.inf))
+
+
+def expected(case: Case, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    mode = case.params["mode"]
+    ref = reference(inputs, mode)
+    return ref, tolerance(inputs, ref, mode)
+
+
+# --- which shapes matter (seed 003) --------------------------------------------------------------
+
+SEED_SQUARES = (2048, 2304, 2432)          # 2304 = 2048+256, 2432 = 2048+256+128
+SEED_CUBES = ((2048, 2432), (512, 640))    # the seed's two sweep tables
+
+
+def cube(dims: Iterable[int]) -> list[tuple[int, int, int]]:
+    """Every (M, K, N) over ``dims``, M slowest, in the seed's table order."""
+    d = sorted(set(int(x) for x in dims))
+    return [(m, k, n) for m in d for k in d for n in d]
+
+
+# Shapes a tiling compiler gets wrong: one element, one past a power-of-two tile, skinny, primes.
+EDGE_SHAPES = (
+    (1, 1, 1), (9, 9, 9), (17, 17, 17), (65, 65, 65), (127, 129, 131),
+    (1, 64, 64), (1, 257, 63), (64, 1, 64), (63, 1, 257), (64, 64, 1), (257, 63, 1),
+    (7, 13, 11), (31, 37, 41), (97, 101, 103),
+)
