@@ -1,0 +1,256 @@
+"""``firesim``: one FireSim (or metasimulation) workload per micro-test; the verdict comes from its logs.
+
+Per case: build the boot binary with the qemu-rvv harness (``uart_outputs=True``), write
+``workloads/<name>.json``, derive a runtime config from the user's (this workload, ``+max-cycles``),
+run ``firesim infrasetup`` (it copies the boot binary to the run farm) and ``firesim runworkload``,
+each under a wall-clock bound, find the newest results folder, classify its uartlog (and
+metasim_stderr.out), and read the outputs back from the ``[out]`` lines.
+
+Log verdict -> suite verdict:
+
+=========  ==================================================================================
+pass       outputs from the ``[out]`` lines (the suite compares them); a pass without ``[done]``
+           (stopped after a bench iteration but before the outputs) is ``Incomplete``
+warmup     ``Incomplete`` (FAIL at stage run): stopped by the bound while still advancing
+progress   ``Incomplete`` (FAIL at stage run): likewise. Never HANG: a run still making progress
+           when it was stopped is not a hang (issue 5); raise ACCEL_FIRESIM_MAX_CYCLES
+hang       ``hardware.Hang``: the dispatch it stopped in never completed once
+early      ``hardware.Crash`` with the driver's code (died or stopped before the first dispatch)
+fail       ``hardware.Crash`` with the driver's code (``*** FAILED *** (code = K)``)
+=========  ==================================================================================
+
+The wall-clock bound alone decides only when no uartlog came back at all (FireSim copies it when
+the simulation ends): that is HANG, "no completion within its bound", and the message says that
+progress could not be judged. Missing results, unreadable logs and bad ``[out]`` lines are CRASH
+with the file and what is wrong.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable, Mapping, Optional
+
+import numpy as np
+
+from golden.case import Case
+from hardware.backend import Backend
+from hardware.errors import Crash, Hang, Unsupported, VerdictError
+from hardware.firesim import config as fs_config
+from hardware.firesim import manager, results, uart, workload
+from hardware.firesim.classify import Classification, classify_files, describe_dispatch
+
+OPS = ("f32_reduction",)
+MARGIN_S = 360.0        # firesim kill after a bound, and reading the results back
+KILL_S = 300.0
+
+Builder = Callable[..., Path]   # build_harness(case, variant, out_dir, uart_outputs=True) -> Path
+
+
+class Incomplete(VerdictError):
+    """Stopped by the cycle or wall-clock bound while still making progress: FAIL at stage run, not HANG."""
+    verdict = "FAIL"
+
+
+def _default_builder() -> tuple[Optional[Builder], Optional[str]]:
+    try:
+        from hardware.qemu_rvv.build import build_harness
+    except Exception as exc:   # the qemu-rvv backend owns the harness; without it there is no boot binary
+        return None, (f"the boot binary is built by hardware.qemu_rvv.build.build_harness, which cannot be "
+                      f"imported ({type(exc).__name__}: {exc})")
+    return build_harness, None
+
+
+def _yaml():
+    try:
+        import yaml
+    except ImportError:
+        return None
+    return yaml
+
+
+class FireSimBackend(Backend):
+    name = "firesim"
+    kind = "fpga-simulation"
+    description = "FireSim / metasimulation: one workload per micro-test, verdict from uartlog"
+    device_resource = "firesim"
+
+    def __init__(self, builder: Optional[Builder] = None, env: Optional[Mapping[str, str]] = None):
+        self._builder = builder
+        self._env = env
+
+    # -- configuration --------------------------------------------------------------------------
+    def _environ(self) -> Mapping[str, str]:
+        return os.environ if self._env is None else self._env
+
+    def settings(self) -> fs_config.Settings:
+        return fs_config.load(self._environ())
+
+    def builder(self) -> tuple[Optional[Builder], Optional[str]]:
+        return (self._builder, None) if self._builder is not None else _default_builder()
+
+    def availability(self) -> Optional[str]:
+        try:
+            self.settings()
+        except fs_config.ConfigError as exc:
+            return str(exc)
+        if not self._environ().get("FIRESIM_SOURCED"):
+            return ("FIRESIM_SOURCED is not set: the firesim manager refuses to run without it "
+                    "(source firesim/sourceme-manager.sh first)")
+        if _yaml() is None:
+            return "PyYAML is missing (the runtime config is YAML): pip install pyyaml==6.0.3"
+        _, reason = self.builder()
+        return reason
+
+    def supports(self, case: Case) -> Optional[str]:
+        if case.op not in OPS:
+            return f"firesim runs the seed-004 micro-tests only ({', '.join(OPS)}), not {case.op!r}"
+        return None
+
+    def timeout(self, case: Case) -> float:
+        try:
+            s = self.settings()
+        except fs_config.ConfigError:
+            return 1800.0 + 900.0 + MARGIN_S
+        return s.wall_s + (s.infrasetup_s if s.infrasetup else 0.0) + MARGIN_S
+
+    def versions(self) -> dict[str, str]:
+        out = {}
+        try:
+            s = self.settings()
+        except fs_config.ConfigError:
+            return out
+        try:
+            described = subprocess.run(["git", "-C", str(s.deploy_dir), "describe", "--always", "--dirty", "--tags"],
+                                       capture_output=True, text=True, timeout=10)
+            if described.returncode == 0:
+                out["firesim"] = described.stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        yaml = _yaml()
+        if yaml is not None:
+            try:
+                base = yaml.safe_load(s.runtime_config.read_text()) or {}
+                meta = bool(base.get("metasimulation", {}).get("metasimulation_enabled"))
+                if s.metasimulation is not None:
+                    meta = s.metasimulation
+                out["firesim_mode"] = (f"metasimulation ({base['metasimulation'].get('metasimulation_host_simulator')})"
+                                       if meta else "fpga")
+                out["firesim_hw_config"] = str(base.get("target_config", {}).get("default_hw_config"))
+            except Exception:
+                pass
+        out["firesim_max_cycles"] = str(s.max_cycles)
+        return out
+
+    # -- one case -------------------------------------------------------------------------------
+    def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        try:
+            s = self.settings()
+        except fs_config.ConfigError as exc:
+            raise Unsupported(str(exc)) from None
+        build, reason = self.builder()
+        if build is None:
+            raise Unsupported(reason)
+        yaml = _yaml()
+        if yaml is None:
+            raise Unsupported("PyYAML is missing: pip install pyyaml==6.0.3")
+        variant = case.params.get("variant", "+v")
+        work = Path(tempfile.mkdtemp(prefix="accel-firesim-"))
+        name = workload.safe_name(f"accel-{case.op}-{case.id}", 60) + "-" + secrets.token_hex(4)
+        wl = None
+        try:
+            boot = Path(build(case, variant, work / "build", uart_outputs=True))
+            if not boot.is_file():
+                raise Crash(f"build_harness returned {boot}, which is not a file", stage="build")
+            wl = workload.build(s.deploy_dir, name, boot, s.rootfs)
+            cfg_path = work / "config_runtime.yaml"
+            try:
+                base = yaml.safe_load(s.runtime_config.read_text())
+                derived = workload.runtime_config(base if isinstance(base, dict) else {}, wl.file_name,
+                                                  s.max_cycles, s.metasimulation)
+            except (OSError, ValueError, yaml.YAMLError) as exc:
+                raise Crash(f"{s.runtime_config}: cannot use this runtime config: {exc}", stage="build") from None
+            workload.write_atomic(cfg_path, yaml.safe_dump(derived, sort_keys=False))
+            return self._run_workload(s, case, wl, cfg_path, work / "manager.log")
+        finally:
+            if wl is not None and not s.keep:
+                wl.remove()
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _manager(self, s: fs_config.Settings, task: str, cfg: Path, bound: float, log: Path) -> manager.ManagerRun:
+        return manager.run(s.executable, task, cfg, cwd=s.deploy_dir, bound_s=bound, log=log, env=self._env)
+
+    def _run_workload(self, s: fs_config.Settings, case: Case, wl: workload.Workload, cfg: Path,
+                      log: Path) -> dict[str, np.ndarray]:
+        import time
+        started = time.time()
+        if s.infrasetup:
+            setup = self._manager(s, "infrasetup", cfg, s.infrasetup_s, log)
+            if setup.timed_out or setup.returncode != 0:
+                what = f"did not finish within {s.infrasetup_s:.0f} s" if setup.timed_out else f"exited {setup.returncode}"
+                raise Crash(f"firesim infrasetup {what}; nothing was simulated",
+                            detail={"manager_log": setup.tail(), "workload": wl.name})
+        runwl = self._manager(s, "runworkload", cfg, s.wall_s, log)
+        detail = {"workload": wl.name, "max_cycles": s.max_cycles, "wall_s": s.wall_s,
+                  "manager_seconds": round(runwl.seconds, 1)}
+        if runwl.timed_out:
+            # the manager leaves simulations running in screen sessions: stop them
+            killed = self._manager(s, "kill", cfg, KILL_S, log)
+            detail["kill"] = "timed out" if killed.timed_out else f"exit {killed.returncode}"
+        try:
+            folder = results.newest_folder(s.deploy_dir, wl.name, not_before=started)
+            logs = results.job_logs(folder, wl.job)
+        except results.ResultsError as exc:
+            detail["manager_log"] = runwl.tail()
+            if runwl.timed_out:
+                raise Hang(f"firesim runworkload did not finish within the wall-clock bound of {s.wall_s:.0f} s "
+                           f"and no uartlog came back, so progress cannot be judged ({exc}); lower "
+                           f"ACCEL_FIRESIM_MAX_CYCLES so that the driver stops the run itself", detail=detail) from None
+            raise Crash(f"firesim runworkload exited {runwl.returncode}: {exc}", detail=detail) from None
+        detail["results"] = str(logs.folder)
+        try:
+            c = classify_files(logs.uartlog, logs.stderr)
+        except uart.LogError as exc:
+            raise Crash(str(exc), detail=detail) from None
+        return self._verdict(c, logs, detail, runwl)
+
+    def _verdict(self, c: Classification, logs: results.JobLogs, detail: dict,
+                 runwl: manager.ManagerRun) -> dict[str, np.ndarray]:
+        detail.update(log_verdict=c.verdict, log_detail=c.detail, cycles=c.cycles,
+                      uartlog_tail=_tail(logs.uartlog))
+        if c.driver is not None:
+            detail["driver"] = c.driver.text
+        bound = ("+max-cycles" if c.driver is not None and c.driver.kind == "timed_out"
+                 else "the wall-clock bound" if runwl.timed_out else "an unknown cause (no driver end line)")
+        if c.verdict == "pass" and c.finished:
+            try:
+                out = uart.outputs(c.markers, str(logs.uartlog))
+            except uart.LogError as exc:
+                raise Crash(str(exc), detail=detail) from None
+            if not out:
+                raise Crash(f"{logs.uartlog}: the harness printed [done] but no [out] line", detail=detail)
+            return out
+        if c.verdict == "pass" and c.driver is not None and c.driver.kind == "passed":
+            raise Crash(f"{logs.uartlog}: the target exited 0 but the harness never printed [done] "
+                        f"(its outputs are incomplete): {c.detail}", detail=detail)
+        if c.verdict in ("pass", "warmup", "progress"):
+            raise Incomplete(f"stopped by {bound} while still making progress ({c.verdict}: {c.detail}); "
+                             f"not a hang; raise ACCEL_FIRESIM_MAX_CYCLES / ACCEL_FIRESIM_WALL_S", detail=detail)
+        if c.verdict == "hang":
+            raise Hang(f"hang in dispatch {describe_dispatch(c.last_dispatch)}: {c.detail}", detail=detail)
+        code = c.driver_code
+        detail["code"] = code
+        where = "before the first dispatch" if c.verdict == "early" else f"in or after {describe_dispatch(c.last_dispatch)}"
+        raise Crash(f"target {'exited with code ' + str(code) if code is not None else 'stopped'} {where} "
+                    f"({c.verdict}: {c.detail})", detail=detail)
+
+
+def _tail(path: Path, chars: int = 3000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-chars:].decode("utf-8", errors="replace")

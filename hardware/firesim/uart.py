@@ -1,0 +1,160 @@
+"""What the micro-test harness prints over the UART, and how to read it back.
+
+The harness (built by ``hardware.qemu_rvv.build.build_harness(..., uart_outputs=True)``) prints::
+
+    [dn] d=<dispatch> wg=<workgroups>          before each dispatch
+    [dc] d=<dispatch> cyc=<cycles or 0>        after it
+    Bench iter <i>/<n>                         when iteration i begins
+    [out] name=<n> dtype=<f32|f64|i32|i8|i64> shape=<d0>x<d1>... hex=<little-endian bytes>
+    [done]
+
+Seed 004's own harness prints the same tags with the dispatch as ``d1`` plus its symbol, per
+workgroup (``[dn] d1 reduction_64x128_f32 wg=0``), and ``warmup iter i/n [done]``; both forms are
+read here.
+
+The uartlog is a ``script -f`` capture of a terminal (deploy/runtools/runtime_config.py:586), so
+lines end in CR LF, a line may be rewritten with a lone CR, and kernel or driver noise may sit on
+the same line as a tag. Tags are therefore searched anywhere in a line, every CR is a line break,
+and terminal escape sequences are dropped before matching.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+TAG = re.compile(r"\[(dn|dc|out|done)\]")
+KEY_VALUE = re.compile(r"([A-Za-z_]+)=(\S*)")
+BENCH = re.compile(r"\bbench\s+iter(?:ation)?\s+(\d+)\s*/\s*(\d+)", re.I)
+WARMUP = re.compile(r"\bwarm-?up\s+iter(?:ation)?\s+(\d+)\s*/\s*(\d+)([^\[]*)", re.I)
+# FireSim's driver, sim/midas/src/main/cc/core/simulation.cc:153-163 (stderr of the driver).
+DRIVER_PASSED = re.compile(r"\*\*\* PASSED \*\*\* after (\d+) cycles")
+DRIVER_FAILED = re.compile(r"\*\*\* FAILED \*\*\* \(code = (-?\d+)\) after (\d+) cycles")
+DRIVER_TIMED_OUT = re.compile(r"\*\*\* FAILED \*\*\* (?:simulation timed out|\(timeout\)) after (\d+) cycles")
+
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i8": np.int8, "i64": np.int64}
+
+
+class LogError(Exception):
+    """A log or an output line that cannot be read; the message names the file (and line)."""
+
+
+def decode(data: bytes) -> tuple[str, float]:
+    """Text of a log and the fraction of its bytes that are not text (NUL, other control bytes)."""
+    if not data:
+        return "", 0.0
+    text = data.decode("utf-8", errors="replace")
+    bad = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\r\n\x1b"))
+    return text, bad / max(len(text), 1)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines of a terminal capture: CR LF, lone CR and LF all end a line; escapes and NULs dropped."""
+    return [ANSI.sub("", line).replace("\x00", "") for line in LINE_BREAK.split(text)]
+
+
+@dataclass
+class Marker:
+    kind: str                    # dn, dc, out, done, bench, warmup, passed, failed, timed_out
+    line: int                    # 1-based line number in its file
+    fields: dict = field(default_factory=dict)
+    text: str = ""               # the marker's own text (for [out]: everything after the tag)
+
+
+def _dispatch_fields(rest: str) -> dict:
+    fields = {k.lower(): v for k, v in KEY_VALUE.findall(rest)}
+    bare = [t for t in rest.split() if "=" not in t]
+    if "d" not in fields and bare and re.fullmatch(r"d\d+", bare[0]):
+        fields["d"] = bare.pop(0)[1:]
+    if bare and re.fullmatch(r"[A-Za-z_][\w.$]*", bare[0]):
+        fields["symbol"] = bare[0]
+    return fields
+
+
+def markers(lines: list[str]) -> list[Marker]:
+    """Every recognised marker in order; anything else on a line is noise and ignored."""
+    found: list[Marker] = []
+    for number, line in enumerate(lines, 1):
+        for rx, kind in ((DRIVER_PASSED, "passed"), (DRIVER_FAILED, "failed"), (DRIVER_TIMED_OUT, "timed_out")):
+            m = rx.search(line)
+            if m:
+                fields = ({"code": int(m.group(1)), "cycles": int(m.group(2))} if kind == "failed"
+                          else {"cycles": int(m.group(1))})
+                found.append(Marker(kind, number, fields, m.group(0)))
+        m = WARMUP.search(line)
+        if m:
+            done = bool(re.search(r"\b(done|complete|completed|finished)\b", m.group(3), re.I))
+            found.append(Marker("warmup", number, {"i": int(m.group(1)), "n": int(m.group(2)), "done": done},
+                                m.group(0)))
+        m = BENCH.search(line)
+        if m:
+            found.append(Marker("bench", number, {"i": int(m.group(1)), "n": int(m.group(2))}, m.group(0)))
+        tags = list(TAG.finditer(line))
+        for k, tag in enumerate(tags):
+            end = tags[k + 1].start() if k + 1 < len(tags) else len(line)
+            rest = line[tag.end():end]
+            kind = tag.group(1)
+            fields = _dispatch_fields(rest) if kind in ("dn", "dc") else {}
+            found.append(Marker(kind, number, fields, rest.strip()))
+    return found
+
+
+def parse_out(marker: Marker, where: str) -> tuple[str, np.ndarray]:
+    """One ``[out]`` line -> (name, array). ``where`` names the file; errors say what is wrong."""
+    at = f"{where} line {marker.line}"
+    fields = {k.lower(): v for k, v in KEY_VALUE.findall(marker.text)}
+    missing = [k for k in ("name", "dtype", "shape", "hex") if k not in fields]
+    if missing:
+        raise LogError(f"{at}: bad [out] line: missing {', '.join(missing)} "
+                       f"(expected name=, dtype=, shape=, hex=): {marker.text[:120]!r}")
+    name, dtype_name, shape_text, hex_text = fields["name"], fields["dtype"], fields["shape"], fields["hex"]
+    if not name:
+        raise LogError(f"{at}: bad [out] line: empty name")
+    if dtype_name not in DTYPES:
+        raise LogError(f"{at}: bad [out] line for {name!r}: dtype {dtype_name!r} is not one of {', '.join(DTYPES)}")
+    if shape_text and not re.fullmatch(r"\d+(x\d+)*", shape_text):
+        raise LogError(f"{at}: bad [out] line for {name!r}: shape {shape_text!r} is not <d0>x<d1>...")
+    shape = tuple(int(d) for d in shape_text.split("x")) if shape_text else ()
+    dtype = np.dtype(DTYPES[dtype_name]).newbyteorder("<")
+    need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize * 2
+    if len(hex_text) != need:
+        raise LogError(f"{at}: bad [out] line for {name!r}: hex has {len(hex_text)} characters, shape "
+                       f"{shape_text or '()'} {dtype_name} needs {need} (line truncated or corrupted?)")
+    if not re.fullmatch(r"[0-9a-f]*", hex_text):
+        bad = re.search(r"[^0-9a-f]", hex_text)
+        raise LogError(f"{at}: bad [out] line for {name!r}: hex has a non-hex character {bad.group(0)!r} "
+                       f"at offset {bad.start()} (expected lowercase hex)")
+    array = np.frombuffer(bytes.fromhex(hex_text), dtype=dtype).astype(dtype.newbyteorder("="))
+    return name, array.reshape(shape)
+
+
+def outputs(found: list[Marker], where: str) -> dict[str, np.ndarray]:
+    result: dict[str, np.ndarray] = {}
+    for marker in found:
+        if marker.kind != "out":
+            continue
+        name, array = parse_out(marker, where)
+        if name in result:
+            raise LogError(f"{where} line {marker.line}: output {name!r} printed twice")
+        result[name] = array
+    return result
+
+
+def format_out(name: str, array: np.ndarray) -> str:
+    """The ``[out]`` line for ``array`` (fixtures and the stand-in write it; the harness prints it)."""
+    codes = {np.dtype(v): k for k, v in DTYPES.items()}
+    code = codes[array.dtype]
+    shape = "x".join(str(d) for d in array.shape)
+    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes().hex()
+    return f"[out] name={name} dtype={code} shape={shape} hex={data}"
+
+
+def last_text_line(lines: list[str]) -> Optional[str]:
+    for line in reversed(lines):
+        if line.strip():
+            return line.strip()[:160]
+    return None

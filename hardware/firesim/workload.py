@@ -1,0 +1,126 @@
+"""The FireSim workload of one case, and the runtime config that runs it.
+
+The manager reads ``workloads/<file>.json`` relative to the deploy folder
+(deploy/runtools/workload.py:131) with these keys (workload.py:136-161): ``benchmark_name``
+(names the results folder and the input folder ``workloads/<benchmark_name>/``, line 156),
+``common_bootbinary`` (a path inside that folder, line 85), ``common_rootfs`` (present and null:
+no rootfs, lines 136-141; absent would make the manager derive ``<job>.ext2``, lines 66-72),
+``common_simulation_outputs`` (files copied back from the simulation folder), ``workloads`` (the
+jobs: ``name``, ``bootbinary``, ``rootfs``, ``outputs``, ``simulation_outputs``, lines 36-81) and
+``post_run_hook``. The example deploy/workloads/null.json has the same bare-metal shape.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+JOB = "job0"
+SIM_OUTPUTS = ["uartlog", "metasim_stderr.out"]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def copy_atomic(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        shutil.copymode(src, tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def safe_name(text: str, limit: int = 60) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:limit] or "case"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str                 # benchmark_name (and the file name, without .json)
+    json_path: Path           # <deploy>/workloads/<name>.json
+    input_dir: Path           # <deploy>/workloads/<name>/
+    job: str = JOB
+
+    @property
+    def file_name(self) -> str:
+        return self.json_path.name
+
+    def remove(self) -> None:
+        self.json_path.unlink(missing_ok=True)
+        shutil.rmtree(self.input_dir, ignore_errors=True)
+
+
+def workload_json(name: str, bootbinary: str, rootfs: Optional[str]) -> dict:
+    return {
+        "benchmark_name": name,
+        "common_bootbinary": bootbinary,
+        "common_rootfs": rootfs,                      # null: bare metal
+        "common_outputs": [],
+        "common_simulation_outputs": list(SIM_OUTPUTS),
+        "workloads": [{"name": JOB, "bootbinary": bootbinary, "rootfs": rootfs,
+                       "outputs": [], "simulation_outputs": []}],
+        "post_run_hook": None,
+    }
+
+
+def build(deploy_dir: Path, name: str, boot_binary: Path, rootfs: Optional[Path] = None) -> Workload:
+    """Copy the boot binary (and rootfs) into ``workloads/<name>/`` and write ``workloads/<name>.json``."""
+    workloads = deploy_dir / "workloads"
+    input_dir = workloads / name
+    boot_name = safe_name(Path(boot_binary).name, 100)
+    copy_atomic(Path(boot_binary), input_dir / boot_name)
+    rootfs_name = None
+    if rootfs is not None:
+        rootfs_name = safe_name(Path(rootfs).name, 100)
+        copy_atomic(Path(rootfs), input_dir / rootfs_name)
+    json_path = workloads / f"{name}.json"
+    write_atomic(json_path, json.dumps(workload_json(name, boot_name, rootfs_name), indent=2) + "\n")
+    return Workload(name, json_path, input_dir)
+
+
+def _strip_max_cycles(plusargs: str) -> str:
+    return " ".join(t for t in str(plusargs or "").split() if not t.startswith("+max-cycles="))
+
+
+def runtime_config(base: dict, workload_file: str, max_cycles: int, metasimulation: Optional[bool]) -> dict:
+    """The user's config_runtime.yaml with this case's workload and cycle bound.
+
+    ``+max-cycles=N`` goes into ``target_config.plusarg_passthrough``, which reaches the driver in
+    FPGA simulation and metasimulation alike (firesim_topology_elements.py:372-374,
+    runtime_config.py:876-877); the driver's systematic scheduler stops there
+    (sim/midas/src/main/cc/core/systematic_scheduler.cc:10-11) and prints ``*** FAILED ***
+    simulation timed out``. Other ``+max-cycles`` plusargs are removed so ours is the only one.
+    """
+    cfg = json.loads(json.dumps(base))          # a deep copy of plain YAML data
+    for section in ("workload", "target_config", "metasimulation"):
+        if not isinstance(cfg.get(section), dict):
+            raise ValueError(f"the runtime config has no {section}: section")
+    cfg["workload"]["workload_name"] = workload_file
+    cfg["workload"]["suffix_tag"] = None
+    target = cfg["target_config"]
+    target["plusarg_passthrough"] = (_strip_max_cycles(target.get("plusarg_passthrough", ""))
+                                     + f" +max-cycles={int(max_cycles)}").strip()
+    meta = cfg["metasimulation"]
+    meta["metasimulation_only_plusargs"] = _strip_max_cycles(meta.get("metasimulation_only_plusargs", ""))
+    if metasimulation is not None:
+        meta["metasimulation_enabled"] = bool(metasimulation)
+    return cfg
