@@ -1,0 +1,190 @@
+"""``npu``: AMD NPUs (Phoenix, Strix, Strix Halo, Krackan) through pyxrt, with or without IRON.
+
+Two ways to run a case, chosen per case ($ACCEL_NPU_MODE = auto | iron | artifacts, default auto):
+- iron: IRON is importable and has an adapter for the operator (hardware/npu/iron_runner.py);
+- artifacts: a manifest entry names the prebuilt xclbin, instructions and argument layout
+  (hardware/npu/manifest.py, hardware/npu/xrt_runner.py).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+from typing import Mapping, Optional
+
+import numpy as np
+
+from golden.case import Case
+from hardware.backend import Backend
+from hardware.errors import Crash, Unsupported
+from hardware.npu import device, iron_runner, manifest, xrt_runner
+
+MODE_ENV = "ACCEL_NPU_MODE"
+MODES = ("auto", "iron", "artifacts")
+
+# Bounds. The slowest NPU here (Phoenix, ~5 TMAC/s bf16 peak) is assumed to reach at least 1% of
+# peak on any operator worth testing: 50 GMAC/s. A run gets 2 s of launch slack plus 4x that
+# estimate; a case (outer, process-level bound) gets its runs plus host set-up, and in IRON mode
+# the compilation of its xclbin (minutes with Peano and aiecc on a CI runner).
+FLOOR_MACS_PER_S = 5e10
+RUN_SLACK_MS = 2000
+RUN_FACTOR = 4
+DEFAULT_RUN_MS = 10000
+HOST_SETUP_S = 30.0
+IRON_COMPILE_S = 900.0
+
+
+def _macs(case: Case) -> Optional[int]:
+    p = case.params
+    if all(k in p for k in ("M", "K", "N")):
+        return int(p["M"]) * int(p["K"]) * int(p["N"])
+    return None
+
+
+class NpuBackend(Backend):
+    name = "npu"
+    kind = "hardware"
+    description = "AMD NPU (npu1 Phoenix, npu4 Strix, npu5 Strix Halo, npu6 Krackan) via pyxrt; IRON or prebuilt xclbins"
+    device_resource = "npu"      # the isolation layer locks one NPU per worker
+
+    def __init__(self):
+        self._described: dict[int, dict] = {}
+
+    # --- availability ------------------------------------------------------------------------
+    def availability(self) -> Optional[str]:
+        index = device.device_index()
+        try:
+            importlib.import_module("pyxrt")
+        except Exception as exc:
+            node = device.device_node(index)
+            where = f"{node} exists" if node.exists() else f"and there is no device node {node}"
+            return (f"pyxrt is not importable ({type(exc).__name__}: {exc}): XRT's Python bindings ship "
+                    f"with XRT, not PyPI; install XRT and the amdxdna driver (xdna-driver) and run "
+                    f"`source /opt/xilinx/xrt/setup.sh`; {where}")
+        return device.open_error(index)
+
+    def mode(self) -> str:
+        mode = os.environ.get(MODE_ENV, "auto").strip() or "auto"
+        if mode not in MODES:
+            raise Unsupported(f"${MODE_ENV}={mode!r}: expected one of {', '.join(MODES)}")
+        return mode
+
+    def _choose(self, case: Case) -> tuple[Optional[str], str]:
+        """('iron' | 'artifacts' | None, why)."""
+        mode = self.mode()
+        reasons = []
+        if mode in ("auto", "iron"):
+            if not iron_runner.importable():
+                reasons.append("IRON is not importable (install IRON and mlir-aie in this environment)")
+            else:
+                why = iron_runner.supports(case)
+                if why is None:
+                    return "iron", ""
+                reasons.append(f"IRON: {why}")
+        if mode in ("auto", "artifacts"):
+            path = manifest.location()
+            if path is None:
+                reasons.append(f"no prebuilt artifacts (${manifest.ENV} is not set)")
+            else:
+                try:
+                    entry = manifest.find(case)
+                except manifest.ManifestError:
+                    return "artifacts", ""          # run() reports the broken manifest as CRASH
+                if entry is not None:
+                    return "artifacts", ""
+                reasons.append(f"{path} has no entry for {case.op}/{case.id}")
+        return None, "; ".join(reasons)
+
+    def supports(self, case: Case) -> Optional[str]:
+        try:
+            mode, why = self._choose(case)
+        except Unsupported as exc:
+            return str(exc)
+        return None if mode else why
+
+    # --- facts -------------------------------------------------------------------------------
+    def versions(self) -> dict[str, str]:
+        index = device.device_index()
+        if index not in self._described:
+            info = {"python": platform.python_version(), "npu_device_index": str(index)}
+            try:
+                info.update(device.describe(device.acquire(index)))
+            except Exception as exc:
+                info["npu_device_error"] = f"{type(exc).__name__}: {exc}"
+            if iron_runner.importable():
+                try:
+                    info["iron"] = iron_runner.version()
+                except Exception as exc:
+                    info["iron"] = f"unknown ({type(exc).__name__})"
+            self._described[index] = info
+        return dict(self._described[index])
+
+    def device_kind(self) -> Optional[str]:
+        kind = self.versions().get("npu_device_kind", "")
+        return kind if kind in device.KIND_NAMES else None
+
+    def run_bound_ms(self, case: Case) -> int:
+        """Bound for one kernel run (run.wait(timeout_ms)): from the manifest, else from the work."""
+        entry = None
+        try:
+            entry = manifest.find(case)
+        except manifest.ManifestError:
+            pass
+        if entry is not None and entry.wait_ms:
+            return entry.wait_ms
+        macs = (entry.macs if entry is not None and entry.macs else None) or _macs(case)
+        if macs is None:
+            return DEFAULT_RUN_MS
+        parts = int(case.params.get("partition_N", 1) or 1)
+        return int(RUN_SLACK_MS + RUN_FACTOR * 1000.0 * macs / parts / FLOOR_MACS_PER_S)
+
+    def timeout(self, case: Case) -> float:
+        runs = int(case.params.get("partition_N", 1) or 1)
+        total = HOST_SETUP_S + runs * self.run_bound_ms(case) / 1000.0
+        try:
+            mode, _ = self._choose(case)
+        except Unsupported:
+            mode = None
+        if mode == "iron":
+            total += IRON_COMPILE_S + 2 * runs * self.run_bound_ms(case) / 1000.0   # forward + runlist
+        return total
+
+    # --- running -----------------------------------------------------------------------------
+    def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        mode, why = self._choose(case)
+        if mode is None:
+            raise Unsupported(why)
+        self._check_device(case)
+        try:
+            if mode == "iron":
+                outputs, _ = iron_runner.run(case, inputs)
+            else:
+                outputs, _ = xrt_runner.run(manifest.find(case), inputs, self.run_bound_ms(case))
+        except manifest.ManifestError as exc:
+            raise Crash(str(exc), stage="build", detail={"manifest": str(manifest.location())}) from None
+        return outputs
+
+    def _check_device(self, case: Case) -> None:
+        """A manifest entry may say which device generations its binaries are for."""
+        try:
+            entry = manifest.find(case)
+        except manifest.ManifestError:
+            return
+        kinds = entry.device_kinds if entry is not None else None
+        if kinds:
+            kind = self.device_kind()
+            if kind not in kinds:
+                raise Unsupported(f"the artifacts for {case.id} are built for {', '.join(kinds)}; "
+                                  f"this NPU is {kind or 'of unknown kind'}")
+
+    def reset(self) -> None:
+        """After a HANG: drop contexts, kernels and IRON's device manager, then reopen the device."""
+        xrt_runner.forget()
+        iron_runner.reset()
+        index = device.device_index()
+        device.release(index)
+        self._described.pop(index, None)
+        try:
+            device.acquire(index)
+        except Exception:
+            pass            # the next run's acquire reports why the device did not come back

@@ -1,0 +1,106 @@
+"""Manifest entries for operators whose buffer layout we know, and writing a manifest.
+
+``gemm_partition_n`` follows IRON's AIEGEMM (iron/operators/gemm/op.py, the partition_N
+version): M padded to tile_m * 4 (AIE rows), K to tile_k, each partition's N/partition_N columns
+to tile_n * num_aie_columns; buffers A (M, K), B_i ((N, K) when b_col_maj else (K, N)) and C_i
+((N, M) when c_col_maj else (M, N)), all bf16; one runlist entry (A, B_i, C_i) per partition.
+IRON names its artifacts ``gemm_{M}x{K}x{N}_{tm}x{tk}x{tn}_{b_col_maj}_{c_col_maj}.xclbin/.bin``
+with the padded per-partition sizes, which ``python -m hardware.npu.layouts BUILD_DIR`` uses.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from golden.case import Case
+
+N_AIE_ROWS = 4
+
+
+def _up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def gemm_padded(p: dict) -> tuple[int, int, int]:
+    n_part = p["N"] // p["partition_N"]
+    return (_up(p["M"], p["tile_m"] * N_AIE_ROWS), _up(p["K"], p["tile_k"]),
+            _up(n_part, p["tile_n"] * p["num_aie_columns"]))
+
+
+def iron_gemm_basename(p: dict) -> str:
+    Mp, Kp, Np = gemm_padded(p)
+    return (f"gemm_{Mp}x{Kp}x{Np}_{p['tile_m']}x{p['tile_k']}x{p['tile_n']}"
+            f"_{int(p['b_col_maj'])}_{int(p['c_col_maj'])}")
+
+
+def gemm_partition_n(case: Case, xclbin: str, insts: str, kernel: Optional[str] = None) -> dict:
+    p = case.params
+    P, M, n = p["partition_N"], p["M"], p["N"] // p["partition_N"]
+    Mp, Kp, Np = gemm_padded(p)
+    buffers = {"A": {"dtype": "bfloat16", "shape": [Mp, Kp], "from": "A"}}
+    runlist, outputs, parts = [], {}, []
+    for i in range(P):
+        b = {"dtype": "bfloat16", "from": "B", "cols": [i * n, (i + 1) * n]}
+        b.update({"shape": [Np, Kp], "transpose": True} if p["b_col_maj"] else {"shape": [Kp, Np]})
+        buffers[f"B_{i}"] = b
+        buffers[f"C_{i}"] = {"dtype": "bfloat16", "shape": [Np, Mp] if p["c_col_maj"] else [Mp, Np]}
+        runlist.append(["A", f"B_{i}", f"C_{i}"])
+        read = {"buffer": f"C_{i}", "transpose": bool(p["c_col_maj"])}
+        outputs[f"C_{i}"] = read
+        parts.append(dict(read, rows=[0, M], cols=[0, n]))
+    outputs["forward"] = {"concat": parts, "axis": 1, "expand_dims": 0}
+    entry = {"op": case.op, "case": case.id, "xclbin": xclbin, "insts": insts,
+             "macs": Mp * Kp * Np, "buffers": buffers, "runlist": runlist, "outputs": outputs}
+    if kernel:
+        entry["kernel"] = kernel
+    return entry
+
+
+LAYOUTS = {"gemm_partition_n": gemm_partition_n}
+
+
+def write_manifest(path: Path, entries: list[dict]) -> None:
+    """Write atomically (temp file in the same folder, then rename)."""
+    from hardware.npu.manifest import FORMAT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"format": FORMAT, "entries": entries}, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main(argv=None) -> int:
+    """python -m hardware.npu.layouts BUILD_DIR [--large]: a manifest.json in BUILD_DIR for every
+    GEMM partition_N case whose IRON artifacts are there (the partition_N=1 controls included)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(main.__doc__)
+        return 0 if args else 2
+    build = Path(args[0])
+    from golden import gemm
+    configs = gemm.CI_CONFIGS + [gemm.VOCAB_MINI] + ([gemm.LLAMA_VOCAB] if "--large" in args else [])
+    configs = configs + [c.standalone(i) for c in configs if c.partition_N > 1 for i in range(c.partition_N)]
+    entries, missing = [], []
+    for cfg in dict.fromkeys(configs):
+        case = gemm.make_case(cfg)
+        base = iron_gemm_basename(case.params)
+        if (build / f"{base}.xclbin").is_file() and (build / f"{base}.bin").is_file():
+            entries.append(gemm_partition_n(case, f"{base}.xclbin", f"{base}.bin"))
+        else:
+            missing.append(base)
+    write_manifest(build / "manifest.json", entries)
+    print(f"{build / 'manifest.json'}: {len(entries)} entries; no artifacts for {len(missing)}: "
+          + ", ".join(missing))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
