@@ -21,7 +21,8 @@ def _one_line(text: str) -> str:
     return " ".join(text.replace("\t", " ").split())
 
 
-def classify_main(files: list[str], out=sys.stdout) -> int:
+def classify_main(files: list[str], out=None) -> int:
+    out = out or sys.stdout
     status = 0
     for name in files:
         path = Path(name)

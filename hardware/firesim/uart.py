@@ -70,7 +70,8 @@ def _dispatch_fields(rest: str) -> dict:
     bare = [t for t in rest.split() if "=" not in t]
     if "d" not in fields and bare and re.fullmatch(r"d\d+", bare[0]):
         fields["d"] = bare.pop(0)[1:]
-    if bare and re.fullmatch(r"[A-Za-z_][\w.$]*", bare[0]):
+    # a dispatch symbol (main_dispatch_1_reduction_64x128_f32); a bare fragment of a cut line is not one
+    if bare and re.fullmatch(r"[A-Za-z_][\w.$]*_[\w.$]*", bare[0]):
         fields["symbol"] = bare[0]
     return fields
 
