@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -13,12 +15,14 @@ import pytest
 
 from golden.case import Case
 from golden.compare import Mismatch
-from hardware import registry, results, runner, summary, verdicts
+from hardware import devices, registry, results, runner, summary, verdicts
 from hardware.errors import Unsupported, VerdictError
 
 # Feature plugins (isolation, expectations, reports, ...) register themselves here.
 pytest_plugins: list[str] = []
 pytest_plugins.append("hardware.pypto.pto_cpp_option")
+pytest_plugins.append("hardware.expectations")
+pytest_plugins.append("hardware.report.plugin")
 
 _RECORD = pytest.StashKey[dict]()
 _PROP = "accel_regress"
@@ -41,6 +45,19 @@ def pytest_addoption(parser):
                 help="bound for one backend run (default: the backend's own, per family and size)")
     g.addoption("--report-dir", default="reports", metavar="DIR",
                 help="where results.json, results.jsonl and junit.xml go (default: reports)")
+    g.addoption("--isolation", default=os.environ.get("ACCEL_ISOLATION", "process"), choices=("process", "none"),
+                help="process (default): every backend run in a warm worker process, so hangs and crashes "
+                     "become verdicts; none: in the pytest process (for a debugger)")
+    g.addoption("--worker-memory", default="auto", metavar="SIZE",
+                help="address-space bound of the isolated worker, e.g. 8G; 'none' for no bound "
+                     "(default auto: 80%% of physical memory)")
+    g.addoption("--max-hangs", type=int, default=3, metavar="N",
+                help="after N hangs in a row on a backend, SKIP its remaining cases (default 3; 0: never)")
+    g.addoption("--devices", action="append", default=None, metavar="IDS|RESOURCE=IDS",
+                help="device ids for backends with a device resource, one per pytest(-xdist) worker, "
+                     "e.g. 0,1 or npu=0,1 (repeatable)")
+    g.addoption("--device-lock-dir", default=None, metavar="DIR",
+                help="where the per-device lock files live (default $TMPDIR/accel-regress-devices)")
 
 
 def pytest_configure(config):
@@ -65,10 +82,106 @@ def pytest_configure(config):
     runner.observer = _observe
     global _config
     _config = config
+    _configure_isolation(config)
 
 
 def _is_worker(config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def _is_xdist_controller(config) -> bool:
+    return not _is_worker(config) and getattr(config.option, "dist", "no") != "no"
+
+
+# --- isolation, bounds, devices, interruption ---------------------------------------------------
+
+_stop_reason: Optional[str] = None
+_timer: Optional[threading.Timer] = None
+_old_sigterm = None
+
+
+def _preload_modules(names) -> list[str]:
+    """Modules the fork server imports once, so every worker starts warm."""
+    import importlib.util
+    import pkgutil
+    mods = []
+    for name in names:
+        if registry.availability(name) is not None:
+            continue
+        mods.append(registry.KNOWN[name].split(":")[0])
+        if name == "emu":
+            import hardware.emu as emu
+            mods += [f"hardware.emu.{m.name}" for m in pkgutil.iter_modules(emu.__path__)]
+    return [m for m in mods if importlib.util.find_spec(m.split(".")[0]) is not None]
+
+
+def _configure_isolation(config) -> None:
+    from hardware.isolation import Bounds, HangGuard, Isolation
+    from hardware.isolation.bounds import default_memory, parse_size
+    try:
+        memory = config.getoption("worker_memory")
+        memory_bytes = default_memory() if memory == "auto" else parse_size(memory)
+        pools = devices.parse(config.getoption("devices"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if config.getoption("max_hangs") < 0:
+        raise pytest.UsageError("--max-hangs: must be 0 (never stop) or more")
+    runner.hang_guard = HangGuard(config.getoption("max_hangs"))
+    lock_dir = config.getoption("device_lock_dir")
+    runner.devices = devices.DeviceLocks(pools, lock_dir and Path(lock_dir),
+                                         on_wait=lambda msg: print(f"accel-regress: {msg}", file=sys.stderr)) if pools else None
+    if config.getoption("isolation") == "process" and not _is_xdist_controller(config):
+        runner.isolation = Isolation(Bounds(memory_bytes=memory_bytes), preload=_preload_modules(config._accel_hw))
+    else:
+        runner.isolation = None
+    _install_stop_handlers(config)
+
+
+def _on_stop_signal(signum, frame):
+    # A KeyboardInterrupt takes pytest's own interrupted path: the session finishes, results.json is
+    # written, and the running case is marked INTERRUPTED (pytest_sessionfinish below).
+    global _stop_reason
+    _stop_reason = _stop_reason or signal.Signals(signum).name
+    raise KeyboardInterrupt(_stop_reason)
+
+
+def _install_stop_handlers(config) -> None:
+    global _old_sigterm, _timer, _stop_reason
+    _stop_reason = None
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        _old_sigterm = signal.signal(signal.SIGTERM, _on_stop_signal)
+    # --session-timeout is pytest-timeout's option (it stops between tests); at the deadline this
+    # also interrupts the case that is running, which results.json lists as INTERRUPTED.
+    seconds = config.getoption("session_timeout", None)
+    if seconds and not _is_worker(config):
+        main_id = threading.main_thread().ident
+
+        def fire():
+            global _stop_reason
+            _stop_reason = f"session timeout after {seconds:g} s (--session-timeout)"
+            signal.pthread_kill(main_id, signal.SIGTERM)   # to the main thread: wakes a blocking wait
+        _timer = threading.Timer(seconds, fire)
+        _timer.daemon = True
+        _timer.start()
+
+
+def pytest_unconfigure(config):
+    global _timer, _old_sigterm
+    if _timer is not None:
+        _timer.cancel()
+        _timer = None
+    if _old_sigterm is not None:
+        signal.signal(signal.SIGTERM, _old_sigterm)
+        _old_sigterm = None
+    if runner.isolation is not None:
+        runner.isolation.close()
+        runner.isolation = None
+    if runner.devices is not None:
+        runner.devices.release()
+        runner.devices = None
+    runner.hang_guard = None
 
 
 class Hardware:
@@ -237,6 +350,8 @@ def _backends_info(names) -> dict:
 
 def pytest_sessionstart(session):
     config = session.config
+    if runner.isolation is not None:
+        runner.isolation.start()      # the fork server imports torch while pytest collects
     if _is_worker(config):
         return
     names = config._accel_hw
@@ -247,9 +362,17 @@ def pytest_sessionstart(session):
     config._accel_sink = results.Sink(Path(config.getoption("report_dir")), meta, _backends_info(names))
 
 
+_started: dict[str, float] = {}
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _started[nodeid] = time.time()
+
+
 def pytest_runtest_logreport(report):
     if report.when != "teardown":
         return
+    _started.pop(report.nodeid, None)
     for key, value in report.user_properties:
         if key == _PROP:
             sink = getattr(_config, "_accel_sink", None)
@@ -257,12 +380,41 @@ def pytest_runtest_logreport(report):
                 sink.add(value)
 
 
+def _interrupted_records(reason: str) -> list[dict]:
+    """Cases that started but never finished: the session stopped while they ran."""
+    out = []
+    for nodeid, start in list(_started.items()):
+        if _current is not None and _current["nodeid"] == nodeid:
+            rec = dict(_current)
+            runs = rec.pop("_runs")
+            rec.pop("_start", None)
+            rec["runs"] = [r.to_json() for r in runs]
+            rec["versions"] = runs[0].versions if runs else {}
+        else:   # under xdist the controller knows only the node id
+            bracket = nodeid.rpartition("[")[2].rstrip("]")
+            backend = next((n for n in sorted(registry.KNOWN, key=len, reverse=True)
+                            if bracket == n or bracket.startswith(n + "-") or bracket.endswith("-" + n)
+                            or f"-{n}-" in bracket), None)
+            rec = {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": backend, "family": None,
+                   "census": [], "detail": {}, "runs": [], "versions": {}}
+        rec.update(verdict=verdicts.INTERRUPTED, stage="run",
+                   message=f"the session stopped ({reason}) while this case ran",
+                   duration_s=round(time.time() - start, 4))
+        out.append(rec)
+    _started.clear()
+    return out
+
+
 def pytest_sessionfinish(session, exitstatus):
     sink = getattr(session.config, "_accel_sink", None)
     if sink is None:
         return
+    interrupted = bool(session.shouldstop) or int(exitstatus) == 2 or _stop_reason is not None
+    if interrupted:
+        for rec in _interrupted_records(_stop_reason or "interrupted"):
+            sink.add(rec)
     data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus),
-                       interrupted=bool(session.shouldstop) or int(exitstatus) == 2)
+                       interrupted=interrupted, **({"stop_reason": _stop_reason} if _stop_reason else {}))
     session.config._accel_data = data
     session.config.hook.accel_regress_session_finished(config=session.config, data=data,
                                                        report_dir=sink.dir)

@@ -2,6 +2,10 @@
 
 ``execute`` is the whole of a run (backend, then the injected fault) and is what the isolation
 layer runs away from the pytest process; ``run_case`` wraps it and never raises.
+
+Set by the pytest plugin (a script may set them too): ``isolation`` (a
+``hardware.isolation.Isolation``; None runs in this process), ``hang_guard`` (--max-hangs) and
+``devices`` (a ``hardware.devices.DeviceLocks`` for --devices).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ class Job:
     inputs: Mapping[str, np.ndarray]
     fault: Optional[str] = None
     timeout_s: float = 120.0
+    env: Mapping[str, str] = field(default_factory=dict)   # e.g. the device id from --devices
 
 
 def execute(job: Job) -> dict[str, np.ndarray]:
@@ -82,9 +87,28 @@ class Run:
                 "duration_s": round(self.duration_s, 6), "verdict": self.verdict}
 
 
+isolation = None     # hardware.isolation.Isolation, or None: run in this process
+hang_guard = None    # hardware.isolation.HangGuard, or None: never stop trying
+devices = None       # hardware.devices.DeviceLocks, or None: no --devices
+
+
 def invoke(job: Job) -> dict[str, np.ndarray]:
-    """Run ``job`` in this process. The isolation layer replaces this for backends that need it."""
+    """Run ``job`` isolated when an isolation layer is set, else in this process."""
+    if isolation is not None:
+        return isolation.run(job)
+    import os
+    os.environ.update(job.env)
     return execute(job)
+
+
+def _after_hang(backend_name: str, run: "Run") -> None:
+    """Give the backend its reset hook (in a fresh worker when isolated); note a failed reset."""
+    try:
+        problem = isolation.reset(backend_name) if isolation is not None else registry.get(backend_name).reset()
+    except Exception as exc:
+        problem = f"{backend_name}.reset() raised {type(exc).__name__}: {exc}"
+    if problem and run.error is not None:
+        run.error.detail["reset"] = problem
 
 
 def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
@@ -97,8 +121,13 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     if reason is not None:
         run.skip = f"{backend_name}: {reason}"
         return run
+    blocked = hang_guard.blocked(backend_name) if hang_guard is not None else None
+    if blocked:
+        run.skip = blocked
+        return run
     run.versions = backend.versions()
-    job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case))
+    env = devices.acquire(backend.device_resource, backend_name) if devices is not None else {}
+    job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case), env)
     start = time.perf_counter()
     try:
         run._outputs = invoke(job)
@@ -110,4 +139,8 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
         run.error = Crash(f"{backend_name} raised {type(exc).__name__}: {exc}",
                           detail={"traceback": traceback.format_exc(limit=8)})
     run.duration_s = time.perf_counter() - start
+    if run.verdict == "HANG":
+        _after_hang(backend_name, run)
+    if hang_guard is not None:
+        hang_guard.record(backend_name, case.id, run.verdict)
     return run

@@ -1,0 +1,314 @@
+"""The pytest-process side of isolation: one fork server and one warm worker per pytest process.
+
+``Isolation.run(job)`` hands the job to the warm worker and waits at most the job's bound. The
+worker is replaced only when a run hangs (stack dumped, then its process group killed) or the
+worker dies (signal, exit code); each case pays a message round trip and the .npy transfer, never
+an interpreter start or a torch import. Under pytest-xdist every xdist worker process has its own
+``Isolation``, so a hang costs one case of one xdist worker.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+import numpy as np
+
+from hardware.errors import CompileError, Crash, Hang, Unsupported, VerdictError
+from hardware.isolation import protocol, transfer
+from hardware.isolation.bounds import Bounds, describe_status, gib, status_detail
+
+_ERRORS = {"HANG": Hang, "CRASH": Crash, "COMPILE_ERROR": CompileError}
+SERVER_START_S = 300.0       # first spawn waits for the server's imports (torch: seconds, loaded host: more)
+BASE_PRELOAD = ("numpy", "ml_dtypes", "torch", "golden", "hardware.runner", "hardware.isolation.worker")
+
+
+@dataclass
+class _Worker:
+    pid: int
+    sock: socket.socket
+    log: Path
+
+
+class IsolationError(RuntimeError):
+    """The isolation machinery itself failed (the fork server would not start)."""
+
+
+def _repo_root() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _tail(text: str, lines: int) -> str:
+    return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+def _head(text: str, lines: int) -> str:
+    return "\n".join(text.rstrip("\n").splitlines()[:lines])
+
+
+def _absolute_fault(spec: Optional[str]) -> Optional[str]:
+    if not spec:
+        return spec
+    path, sep, name = spec.rpartition(":")
+    if sep and path.endswith(".py"):
+        return f"{Path(path).resolve()}:{name}"
+    return spec
+
+
+class Isolation:
+    def __init__(self, bounds: Bounds = Bounds(), preload: Iterable[str] = (), root: Optional[Path] = None):
+        self.bounds = bounds
+        self.preload = list(dict.fromkeys([*BASE_PRELOAD, *preload]))
+        self.dir = Path(tempfile.mkdtemp(prefix="accel-isolation-", dir=root or transfer.default_root()))
+        self._server: Optional[subprocess.Popen] = None
+        self._ctrl: Optional[socket.socket] = None
+        self._worker: Optional[_Worker] = None
+        self._spawned = 0
+        self.stats = {"jobs": 0, "workers": 0, "hangs": 0, "deaths": 0}
+
+    # --- the fork server ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the fork server now (it imports in the background; the first run waits for it)."""
+        if self._server is not None and self._server.poll() is None:
+            return
+        self._stop_server()
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_repo_root(), env.get("PYTHONPATH")) if p)
+        env["PYTHONUNBUFFERED"] = "1"     # a killed worker's last prints are in its log, not a buffer
+        log = open(self.dir / "server.log", "ab")
+        try:
+            self._server = subprocess.Popen(
+                [sys.executable, "-m", "hardware.isolation.server", "--fd", str(theirs.fileno()),
+                 "--preload", ",".join(self.preload)],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                env=env, cwd=os.getcwd())
+        finally:
+            theirs.close()
+            log.close()
+        self._ctrl = ours
+
+    def _stop_server(self) -> None:
+        if self._ctrl is not None:
+            self._ctrl.close()
+            self._ctrl = None
+        if self._server is not None:
+            try:
+                self._server.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._server.kill()
+                self._server.wait()
+            self._server = None
+
+    def _request(self, msg: dict, timeout: float, with_fds: bool = False):
+        self._ctrl.settimeout(timeout)
+        protocol.send(self._ctrl, msg)
+        return protocol.recv(self._ctrl, with_fds=with_fds)
+
+    def _server_log(self) -> str:
+        try:
+            return _tail((self.dir / "server.log").read_text(errors="replace"), self.bounds.tail_lines)
+        except OSError:
+            return ""
+
+    def _spawn(self) -> _Worker:
+        for attempt in (1, 2):
+            self.start()
+            log = self.dir / f"worker-{self._spawned}.log"
+            self._spawned += 1
+            try:
+                reply, fds = self._request({"op": "spawn", "log": str(log), "memory": self.bounds.memory_bytes},
+                                           SERVER_START_S, with_fds=True)
+            except (protocol.ChannelClosed, OSError) as exc:
+                # The server died (or never started): start a fresh one once, then give up.
+                self._stop_server()
+                if attempt == 2:
+                    raise IsolationError(f"the isolation fork server failed ({type(exc).__name__}: {exc}); "
+                                         f"its log:\n{self._server_log()}") from None
+                continue
+            self.stats["workers"] += 1
+            return _Worker(int(reply["pid"]), socket.socket(fileno=fds[0]), log)
+        raise AssertionError("unreachable")
+
+    def _reap(self, worker: _Worker, timeout: float = 5.0) -> Optional[int]:
+        """Kill the worker's process group unless it is gone already, and return its wait status."""
+        worker.sock.close()
+        status = None
+        try:
+            status = self._request({"op": "wait", "pid": worker.pid, "timeout": timeout}, timeout + 5)["status"]
+        except (protocol.ChannelClosed, OSError):
+            pass
+        if status is None:
+            self._kill(worker)
+            try:
+                status = self._request({"op": "wait", "pid": worker.pid, "timeout": 5.0}, 10)["status"]
+            except (protocol.ChannelClosed, OSError):
+                pass
+        return status
+
+    @staticmethod
+    def _kill(worker: _Worker) -> None:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(worker.pid, signal.SIGKILL)
+                return
+            except OSError:
+                continue
+
+    def _drop(self, worker: _Worker) -> Optional[int]:
+        if self._worker is worker:
+            self._worker = None
+        self._kill(worker)
+        return self._reap(worker, timeout=5.0)
+
+    # --- a run ---------------------------------------------------------------------------------
+
+    def run(self, job) -> dict[str, np.ndarray]:
+        """Run ``job`` (a ``hardware.runner.Job``) in the warm worker; raise its verdict error."""
+        worker = self._worker or self._spawn()
+        self._worker = worker
+        self.stats["jobs"] += 1
+        folder = transfer.new_job_folder(self.dir, str(self.stats["jobs"]))
+        in_flight = False
+        try:
+            msg = {"op": "run", "backend": job.backend, "case": job.case.to_json(),
+                   "fault": _absolute_fault(job.fault), "timeout_s": job.timeout_s, "env": dict(job.env),
+                   "cwd": os.getcwd(), "folder": str(folder),
+                   "inputs": transfer.write_arrays(folder, "in", job.inputs)}
+            offset = self._log_size(worker)
+            protocol.send(worker.sock, msg)
+            in_flight = True
+            worker.sock.settimeout(max(job.timeout_s, 0.001))
+            try:
+                reply = protocol.recv(worker.sock)
+            except (socket.timeout, TimeoutError):
+                in_flight = False
+                raise self._hang(worker, job, offset) from None
+            except (protocol.ChannelClosed, ConnectionError):
+                in_flight = False
+                raise self._death(worker, job, offset) from None
+            in_flight = False
+            return self._answer(reply, worker, job, offset)
+        finally:
+            if in_flight:
+                # Interrupted (SIGINT/SIGTERM) mid-run: the worker's state is unknown; end it.
+                self._drop(worker)
+            transfer.remove(folder)
+
+    def _log_size(self, worker: _Worker) -> int:
+        try:
+            return worker.log.stat().st_size
+        except OSError:
+            return 0
+
+    def _log_from(self, worker: _Worker, offset: int, end: Optional[int] = None) -> str:
+        try:
+            with open(worker.log, "rb") as f:
+                f.seek(offset)
+                data = f.read() if end is None else f.read(max(0, end - offset))
+            return data.decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _hang(self, worker: _Worker, job, offset: int) -> Hang:
+        self.stats["hangs"] += 1
+        before = self._log_size(worker)
+        # faulthandler in the worker writes every thread's Python stack on this signal, from its C
+        # signal handler: it works even while the run blocks in native code holding the GIL.
+        try:
+            os.kill(worker.pid, signal.SIGUSR1)
+        except OSError:
+            pass
+        self._await_quiet_log(worker, before)
+        output = self._log_from(worker, offset, before)
+        stack = self._log_from(worker, before)
+        status = self._drop(worker)
+        detail = {"bound_s": job.timeout_s, "worker_pid": worker.pid,
+                  "stack": _head(stack, 4 * self.bounds.tail_lines) or "(the worker wrote no stack)",
+                  "output": _tail(output, self.bounds.tail_lines)}
+        detail.update(status_detail(status))
+        return Hang(f"{job.backend} gave no result for {job.case.id} within {job.timeout_s:g} s "
+                    f"(case bound; --case-timeout overrides it); the worker was killed, its Python stack is below",
+                    stage="run", detail=detail)
+
+    def _await_quiet_log(self, worker: _Worker, before: int) -> None:
+        deadline = time.monotonic() + self.bounds.stack_wait_s
+        size, quiet_since = before, None
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            now = self._log_size(worker)
+            if now != size:
+                size, quiet_since = now, time.monotonic()
+            elif quiet_since is not None and time.monotonic() - quiet_since > 0.1:
+                return
+
+    def _death(self, worker: _Worker, job, offset: int) -> Crash:
+        self.stats["deaths"] += 1
+        if self._worker is worker:
+            self._worker = None
+        status = self._reap(worker, timeout=5.0)
+        output = self._log_from(worker, offset)
+        how = describe_status(status)
+        detail = {"worker_pid": worker.pid, "output": _tail(output, 4 * self.bounds.tail_lines),
+                  "memory_bound": gib(self.bounds.memory_bytes)}
+        detail.update(status_detail(status))
+        return Crash(f"{job.backend} run of {job.case.id} ended its process: {how}", stage="run", detail=detail)
+
+    def _answer(self, reply: dict, worker: _Worker, job, offset: int) -> dict[str, np.ndarray]:
+        if reply.get("ok"):
+            return transfer.read_arrays(reply["outputs"], unlink=True)
+        output = _tail(self._log_from(worker, offset), self.bounds.tail_lines)
+        if "error" in reply:
+            err = reply["error"]
+            cls = _ERRORS.get(err["verdict"], VerdictError)
+            detail = dict(err.get("detail") or {})
+            if output and "output" not in detail:
+                detail["output"] = output
+            exc = cls(err["message"], stage=err.get("stage"), detail=detail)
+            if cls is VerdictError:
+                exc.verdict = err["verdict"]
+            raise exc
+        if "unsupported" in reply:
+            raise Unsupported(reply["unsupported"])
+        if "memory_error" in reply:
+            raise Crash(f"{job.backend} ran out of memory on {job.case.id}: {reply['memory_error']} "
+                        f"(worker address-space bound {gib(self.bounds.memory_bytes)}, --worker-memory)",
+                        stage="run", detail={"traceback": reply.get("traceback", ""), "output": output,
+                                             "memory_bound": gib(self.bounds.memory_bytes)})
+        raise Crash(f"{job.backend} raised {reply.get('exception', 'an unknown error')}", stage="run",
+                    detail={"traceback": reply.get("traceback", ""), "output": output})
+
+    # --- after a hang -------------------------------------------------------------------------
+
+    def reset(self, backend: str) -> Optional[str]:
+        """Run ``Backend.reset()`` in a fresh worker, bounded; return None or what went wrong."""
+        worker = self._worker or self._spawn()
+        self._worker = worker
+        try:
+            protocol.send(worker.sock, {"op": "reset", "backend": backend})
+            worker.sock.settimeout(self.bounds.reset_timeout_s)
+            reply = protocol.recv(worker.sock)
+        except (socket.timeout, TimeoutError):
+            self._drop(worker)
+            return f"{backend}.reset() did not return within {self.bounds.reset_timeout_s:g} s"
+        except (protocol.ChannelClosed, ConnectionError):
+            status = self._drop(worker)
+            return f"{backend}.reset() ended its process: {describe_status(status)}"
+        except BaseException:
+            self._drop(worker)
+            raise
+        return None if reply.get("ok") else f"{backend}.reset() raised {reply.get('exception')}"
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._drop(self._worker)
+        self._stop_server()
+        transfer.remove(self.dir)
