@@ -1,0 +1,102 @@
+"""Reports a person reads: ``summary.md`` and ``index.html`` (opens from disk, no server), with a
+PNG heatmap of |got - expected| / allowed for every failure that has a census.
+
+Written into the report directory at the end of every session (hardware/report/plugin.py), and
+by ``python -m hardware report RESULTS.json [--out DIR]`` for any results.json, merged ones too.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+from hardware import results
+from hardware.report import heatmap, html, markdown
+from hardware.report.tables import Model, slug
+
+MAX_HEATMAPS = 100
+
+
+def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, str]:
+    """Render a PNG for every FAIL / XFAIL whose record points at a saved ratio map."""
+    done: dict[str, str] = {}
+    wanted = [c for c in m.problems + m.known if (c.get("detail") or {}).get("heatmap")]
+    if not wanted:
+        return done
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        notes.append("heatmaps not drawn: matplotlib is not installed (pip install matplotlib)")
+        return done
+    for c in wanted[:MAX_HEATMAPS]:
+        info = c["detail"]["heatmap"]
+        src = base / info.get("array", "")
+        png_rel = f"heatmaps/{slug(c)}.png"
+        try:
+            ratio = heatmap.load(src)
+            over = int((ratio > 1.0).sum())
+            census = (c.get("census") or [{}])[0]
+            where = ""
+            if census.get("over_tolerance"):
+                from hardware.report.tables import census_lines
+                where = next((ln for ln in census_lines(census) if ln.startswith("Where:")), "")
+            heatmap.render(ratio, out / png_rel,
+                           title=f"{c['verdict']} {c['device']}  {c['key']}\n{info.get('name', '')}: "
+                                 f"{info['shape'][0]} x {info['shape'][1]}",
+                           subtitle=where or f"{over} block(s) over tolerance",
+                           shape=info.get("shape"), block=info.get("block", (1, 1)))
+            done[slug(c)] = png_rel
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            notes.append(f"no heatmap for {c['nodeid']}: {src}: {exc}")
+    if len(wanted) > MAX_HEATMAPS:
+        notes.append(f"heatmaps drawn for the first {MAX_HEATMAPS} of {len(wanted)} failures")
+    return done
+
+
+def write_all(data: dict, out: Path, base: Optional[Path] = None,
+              expectations: Optional[dict] = None) -> dict:
+    """Write summary.md, index.html and heatmaps/ into ``out``; returns paths and notes."""
+    out = Path(out)
+    base = Path(base or out)
+    if expectations is None and (base / "expectations.json").is_file():
+        try:
+            expectations = json.loads((base / "expectations.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            expectations = None
+    m = Model(data)
+    notes: list[str] = []
+    maps = _heatmaps(m, base, out, notes)
+    md = markdown.render(m, maps, expectations)
+    if notes:
+        md += "\n" + "\n".join(f"- note: {n}" for n in notes) + "\n"
+    results.write_atomic(out / "summary.md", md)
+    links = [("summary.md", "summary.md")]
+    for name in ("results.json", "junit.xml", "expectations.json"):
+        if (base / name).is_file():
+            links.append((name, os.path.relpath(base / name, out)))
+    results.write_atomic(out / "index.html", html.render(m, maps, links, expectations))
+    return {"summary": out / "summary.md", "index": out / "index.html",
+            "heatmaps": [out / p for p in maps.values()], "notes": notes}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m hardware report",
+                                description="Write summary.md, index.html and heatmaps for a results.json.")
+    p.add_argument("results", help="a results.json (one runner's or a merged one)")
+    p.add_argument("--out", default=None, help="output directory (default: the results file's directory)")
+    args = p.parse_args(argv)
+    path = Path(args.results)
+    try:
+        data = results.load(path)
+    except results.ResultsError as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        return 2
+    written = write_all(data, Path(args.out) if args.out else path.parent, base=path.parent)
+    for note in written["notes"]:
+        print(f"note: {note}")
+    print(f"{written['index']}  {written['summary']}  ({len(written['heatmaps'])} heatmap(s))")
+    print(Model(data).headline())
+    return 0      # a report is written whatever the verdicts; `python -m hardware gate` decides

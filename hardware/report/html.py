@@ -1,0 +1,95 @@
+"""index.html: the same report as summary.md for a browser, opened straight from disk (no server,
+no script, no network): relative links to every artifact, heatmaps inline."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from hardware.report.tables import Model, census_lines, slug
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.5em;margin:0 0 .3em} h2{font-size:1.2em;margin-top:1.4em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
+th{background:#f2f2f2} td.t{font-family:monospace;font-size:12px}
+.PASS{background:#d9f2d9}.FAIL,.CRASH,.HANG,.COMPILE_ERROR,.XPASS,.INTERRUPTED{background:#f8c8c8;font-weight:bold}
+.XFAIL{background:#fde9b6}.SKIP,.notrun{background:#e6e6e6;color:#555}
+.headline{font-size:1.1em;font-weight:bold} pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
+.case{margin:1em 0 2em} img{max-width:100%;border:1px solid #ccc} nav a{margin-right:1em}
+"""
+
+
+def _e(s) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _rel(path: str) -> str:
+    return "/".join(_e(p) for p in Path(path).parts)
+
+
+def _worst(counts_text: str) -> str:
+    for v in ("HANG", "CRASH", "COMPILE_ERROR", "XPASS", "FAIL", "INTERRUPTED", "XFAIL", "PASS", "SKIP"):
+        if f" {v}" in f" {counts_text}":
+            return v
+    return "notrun"
+
+
+def render(m: Model, heatmaps: dict[str, str], links: list[tuple[str, str]], expectations: dict | None = None) -> str:
+    devs = m.devices
+    h = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>accel-regress report</title>",
+         f"<style>{_CSS}</style></head><body>", "<h1>accel-regress report</h1>",
+         f"<p class='headline' id='headline'>{_e(m.headline())}</p>"]
+    h.append("<nav>" + "".join(f"<a href='{_rel(href)}'>{_e(label)}</a>" for label, href in links) + "</nav>")
+    s = m.session
+    h.append(f"<p>hw: {_e(', '.join(s.get('hw') or []))} · fault: {_e(s.get('fault') or 'none')} · "
+             f"started {_e(s.get('started') or '?')} on {_e(s.get('host') or '?')}</p>")
+    h.append("<h2>Family × device</h2><table id='families'><tr><th>family</th>" +
+             "".join(f"<th>{_e(d)}</th>" for d in devs) + "</tr>")
+    for fam in m.families:
+        cells = []
+        for d in devs:
+            text = m.family_cell(fam, d)
+            cells.append(f"<td class='{_worst(text)}'>{_e(text)}</td>")
+        h.append(f"<tr><td>{_e(fam)}</td>{''.join(cells)}</tr>")
+    h.append("</table>")
+    if m.missing:
+        h.append("<ul>" + "".join(f"<li class='notrun'><b>not run on {_e(n)}</b>: {_e(r)}</li>"
+                                   for n, r in m.missing.items()) + "</ul>")
+    h.append(f"<h2>Failures ({len(m.problems)})</h2>")
+    if not m.problems:
+        h.append("<p>None.</p>")
+    for c in m.problems[:100]:
+        h.append(_case(c, heatmaps))
+    if m.known:
+        h.append(f"<h2>Known bugs seen (XFAIL, {len(m.known)})</h2>")
+        for c in m.known:
+            h.append(_case(c, heatmaps))
+    if expectations and expectations.get("stale"):
+        h.append("<h2>Stale expectation entries</h2><ul>" + "".join(
+            f"<li><code>{_e(e['file'])}</code>: <code>{_e(e['test'])}</code></li>" for e in expectations["stale"]) + "</ul>")
+    h.append(f"<h2>Test × device ({len(m.grid)})</h2><table id='matrix'><tr><th>test</th>" +
+             "".join(f"<th>{_e(d)}</th>" for d in devs) + "</tr>")
+    for key, row in m.grid.items():
+        cells = "".join(f"<td class='{_e(row[d]['verdict'])}'>{_e(row[d]['verdict'])}</td>" if d in row
+                        else "<td class='notrun'></td>" for d in devs)
+        h.append(f"<tr><td class='t'>{_e(key)}</td>{cells}</tr>")
+    h.append("</table></body></html>")
+    return "\n".join(h) + "\n"
+
+
+def _case(c: dict, heatmaps: dict[str, str]) -> str:
+    lines = (c.get("message") or "").rstrip().splitlines()[:14]
+    for census in c.get("census") or []:
+        text = census_lines(census)
+        if text and text[0] not in lines:
+            lines += [""] + text
+    out = [f"<div class='case'><h3><span class='{_e(c['verdict'])}'>{_e(c['verdict'])}</span> · {_e(c['device'])} · "
+           f"<code>{_e(c['nodeid'])}</code></h3>",
+           f"<p>stage {_e(c.get('stage') or '-')} · {float(c.get('duration_s') or 0):.2f} s</p>"]
+    if lines:
+        out.append("<pre>" + _e("\n".join(lines)) + "</pre>")
+    if slug(c) in heatmaps:
+        src = _rel(heatmaps[slug(c)])
+        out.append(f"<a href='{src}'><img src='{src}' alt='heatmap of |got - expected| / allowed'></a>")
+    out.append("</div>")
+    return "\n".join(out)

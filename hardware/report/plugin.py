@@ -1,0 +1,169 @@
+"""The report part of the pytest plugin: saves the ratio map of every census failure while the
+arrays are at hand, and writes summary.md / index.html / heatmaps when the session ends.
+
+The census (golden/compare.py) keeps no arrays, so the ratio map is taken where the Mismatch is
+raised: from ``Mismatch.arrays`` when the census provides it, else from the locals of
+golden.compare.assert_close in the exception's traceback (got, expected and its tolerance
+keywords). The map is block-maxed down to at most 256 x 512 and saved with np.save
+(allow_pickle=False) into <report-dir>/arrays/; the record's detail['heatmap'] points at it.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from hardware.report import heatmap
+from hardware.report.tables import slug
+
+_MAP = pytest.StashKey[dict]()
+_DONE = pytest.StashKey[bool]()
+_PROP = "accel_regress"
+_PLAIN_MARKS = {"parametrize", "usefixtures", "filterwarnings", "skip", "skipif", "xfail", "family", "timeout"}
+MAX_MAPS_PER_PROCESS = 200
+_saved = 0
+
+
+def _report_dir(config) -> Path:
+    return Path(config.getoption("report_dir"))
+
+
+def pytest_sessionstart(session):
+    """A new session's report dir starts without the last session's arrays and heatmaps."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    for sub, pattern in (("arrays", "*.npy"), ("heatmaps", "*.png")):
+        for old in (_report_dir(config) / sub).glob(pattern):
+            old.unlink(missing_ok=True)
+
+
+def _mismatch(exc: Optional[BaseException]):
+    from golden.compare import Mismatch
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, Mismatch):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def _arrays(exc) -> Optional[tuple]:
+    """(got, expected, atol, rtol, tol) of a Mismatch, if they can be found."""
+    arrays = getattr(exc, "arrays", None)
+    if isinstance(arrays, dict) and "got" in arrays and "expected" in arrays:
+        return (arrays["got"], arrays["expected"], arrays.get("atol", 0.0), arrays.get("rtol", 0.0), arrays.get("tol"))
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "assert_close" and frame.f_globals.get("__name__") == "golden.compare":
+            loc = frame.f_locals
+            if "got" in loc and "expected" in loc:
+                kw = loc.get("kw") or {}
+                return loc["got"], loc["expected"], kw.get("atol", 0.0), kw.get("rtol", 0.0), kw.get("tol")
+        tb = tb.tb_next
+    return None
+
+
+def _save_map(item, exc) -> Optional[dict]:
+    global _saved
+    if _saved >= MAX_MAPS_PER_PROCESS:
+        return None
+    found = _arrays(exc)
+    if found is None:
+        return None
+    got, expected, atol, rtol, tol = found
+    result = heatmap.ratio_map(got, expected, atol=atol, rtol=rtol, tol=tol)
+    if result is None:
+        return None
+    rel = f"arrays/{slug({'nodeid': item.nodeid})}.npy"
+    heatmap.save(_report_dir(item.config) / rel, result["ratio"])
+    _saved += 1
+    return {"array": rel, "shape": result["shape"], "block": result["block"],
+            "name": getattr(getattr(exc, "census", None), "name", "output")}
+
+
+def _markers(item) -> list[str]:
+    return sorted({m.name for m in item.iter_markers()} - _PLAIN_MARKS)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if call.excinfo is not None and _MAP not in item.stash:
+        exc = _mismatch(call.excinfo.value)
+        if exc is not None:
+            try:
+                info = _save_map(item, exc)
+            except Exception as err:      # a report aid must never cost a result
+                info = {"error": f"{type(err).__name__}: {err}"}
+            if info:
+                item.stash[_MAP] = info
+    if report.when == "teardown":
+        for key, record in report.user_properties:
+            if key == _PROP and isinstance(record, dict):
+                apply_record(item, record)
+    return report
+
+
+def apply_record(item, record: dict) -> None:
+    if item.stash.get(_DONE, False):
+        return
+    item.stash[_DONE] = True
+    detail = record.setdefault("detail", {})
+    detail["markers"] = _markers(item)
+    info = item.stash.get(_MAP, None)
+    if info and "array" in info:
+        detail["heatmap"] = info
+
+
+def accel_regress_record(item, record):
+    apply_record(item, record)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_accel_regress_record(item, record):
+    apply_record(item, record)
+
+
+def session_finished(config, data, report_dir) -> None:
+    if getattr(config, "_accel_reports_written", False):
+        return
+    config._accel_reports_written = True
+    from hardware.report import write_all
+    try:
+        written = write_all(data, Path(report_dir), expectations=getattr(config, "_accel_exp_summary", None))
+        config._accel_reports = written
+    except Exception as exc:   # results.json is already written; say what went wrong and go on
+        print(f"accel-regress: writing reports failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+@pytest.hookimpl(trylast=True)
+def accel_regress_session_finished(config, data, report_dir):
+    session_finished(config, data, report_dir)
+
+
+@pytest.hookimpl(trylast=True, optionalhook=True)
+def pytest_accel_regress_session_finished(config, data, report_dir):
+    session_finished(config, data, report_dir)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session, exitstatus):
+    # A wrapper: runs after every plain and trylast sessionfinish, the core's and the
+    # expectations' (which writes expectations.json first).
+    result = yield
+    config = session.config
+    data = getattr(config, "_accel_data", None)
+    if data is not None:
+        session_finished(config, data, _report_dir(config))
+    return result
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    written = getattr(config, "_accel_reports", None)
+    if written:
+        terminalreporter.write_line(f"report: {written['index']} ({len(written['heatmaps'])} heatmap(s)), "
+                                    f"{written['summary']}")

@@ -1,0 +1,101 @@
+"""What every report shows, computed once from a results.json: the test x device matrix, the
+family x device counts, backends that did not run, and the failures with their census."""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter, defaultdict
+
+from hardware import verdicts
+from hardware.merge import device_of, test_key
+
+PROBLEMS = (verdicts.FAIL, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR, verdicts.XPASS,
+            verdicts.INTERRUPTED)
+ORDER = (verdicts.PASS, verdicts.FAIL, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR,
+         verdicts.XPASS, verdicts.XFAIL, verdicts.SKIP, verdicts.INTERRUPTED)
+
+
+def slug(case: dict) -> str:
+    """A file name for a case's artifacts: readable, short, unique."""
+    text = re.sub(r"[^A-Za-z0-9_.-]+", "_", case["nodeid"].split("::", 1)[-1])[:80].strip("_")
+    digest = hashlib.sha1(f"{case['nodeid']}|{case.get('device') or ''}".encode()).hexdigest()[:8]
+    return f"{text}-{digest}"
+
+
+def with_devices(data: dict) -> list[dict]:
+    out = []
+    for c in data.get("cases", []):
+        c = dict(c)
+        c["device"] = device_of(c, data)
+        c["key"] = test_key(c["nodeid"], c.get("backend"))
+        out.append(c)
+    return out
+
+
+def not_run(data: dict) -> dict[str, str]:
+    """Backends the session asked for that were unavailable: name -> reason."""
+    hw = set((data.get("session") or {}).get("hw") or [])
+    out = {}
+    for name, info in (data.get("backends") or {}).items():
+        if (info.get("selected") or name in hw) and not info.get("available", True):
+            out[name] = info.get("reason") or "unavailable"
+    return out
+
+
+def counts_text(counts: Counter) -> str:
+    return ", ".join(f"{counts[v]} {v}" for v in ORDER if counts.get(v))
+
+
+class Model:
+    def __init__(self, data: dict):
+        self.data = data
+        self.session = data.get("session") or {}
+        self.cases = with_devices(data)
+        self.devices = sorted({c["device"] for c in self.cases})
+        self.missing = not_run(data)
+        for name in self.missing:
+            if not any(c["backend"] == name for c in self.cases) and name not in self.devices:
+                self.devices.append(name)
+        self.totals = Counter(c["verdict"] for c in self.cases)
+        fam: dict = defaultdict(lambda: defaultdict(Counter))
+        grid: dict = defaultdict(dict)
+        for c in self.cases:
+            fam[c.get("family") or "?"][c["device"]][c["verdict"]] += 1
+            grid[c["key"]][c["device"]] = c
+        self.families = {f: dict(d) for f, d in sorted(fam.items())}
+        self.grid = dict(sorted(grid.items()))
+        self.problems = [c for c in self.cases if c["verdict"] in PROBLEMS]
+        self.known = [c for c in self.cases if c["verdict"] == verdicts.XFAIL]
+        self.problems.sort(key=lambda c: (ORDER.index(c["verdict"]) if c["verdict"] in ORDER else 99, c["nodeid"]))
+
+    def family_cell(self, family: str, device: str) -> str:
+        counts = self.families[family].get(device)
+        if counts:
+            return counts_text(counts)
+        if device in self.missing:
+            return "not run"
+        return "-"
+
+    def headline(self) -> str:
+        bad = sum(self.totals.get(v, 0) for v in PROBLEMS)
+        state = "all clear" if not bad and not self.missing else (
+            f"{bad} problem{'s' if bad != 1 else ''}" + (f", {len(self.missing)} backend(s) not run" if self.missing else ""))
+        return f"{len(self.cases)} cases on {len(self.devices)} device(s): {counts_text(self.totals) or 'none'} ({state})"
+
+
+def census_lines(census: dict) -> list[str]:
+    """The census of a failure in a few lines (same wording as golden/compare.py)."""
+    if census.get("shape_error"):
+        return [f"{census.get('name')}: {census['shape_error']}"]
+    try:
+        from golden.compare import Census
+        fields = {k: v for k, v in census.items() if k in Census.__dataclass_fields__}
+        fields["shape"] = tuple(fields.get("shape") or ())
+        for k in ("max_abs_index", "max_rel_index"):
+            fields[k] = tuple(fields.get(k) or ())
+        for k in ("max_abs", "mean_abs", "max_rel", "pearson", "max_abs_allowed"):
+            fields[k] = float(fields.get(k, "nan"))
+        return Census(**fields).describe().splitlines()
+    except Exception as exc:   # a census from another version of the suite: show what is there
+        return [f"{census.get('name')}: {census.get('over_tolerance')} / {census.get('elements')} over tolerance "
+                f"(census not readable here: {type(exc).__name__})"]
