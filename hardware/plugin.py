@@ -23,8 +23,6 @@ pytest_plugins: list[str] = []
 pytest_plugins.append("hardware.pypto.pto_cpp_option")
 pytest_plugins.append("hardware.expectations")
 pytest_plugins.append("hardware.report.plugin")
-pytest_plugins.append("hardware.expectations")
-pytest_plugins.append("hardware.report.plugin")
 
 _RECORD = pytest.StashKey[dict]()
 _PROP = "accel_regress"
