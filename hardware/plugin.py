@@ -23,6 +23,7 @@ pytest_plugins: list[str] = []
 pytest_plugins.append("hardware.pypto.pto_cpp_option")
 pytest_plugins.append("hardware.expectations")
 pytest_plugins.append("hardware.report.plugin")
+pytest_plugins.append("hardware.npu.markers")
 
 _RECORD = pytest.StashKey[dict]()
 _PROP = "accel_regress"
