@@ -81,6 +81,9 @@ class FireSimBackend(Backend):
     def __init__(self, builder: Optional[Builder] = None, env: Optional[Mapping[str, str]] = None):
         self._builder = builder
         self._env = env
+        # what the last run() saw, for tables such as repros/f32_reduction_hang.py's: log_verdict
+        # (pass/warmup/progress/hang/early/fail), cycles (sum of [dc] cyc=), driver, results, ...
+        self.last_record: dict = {}
 
     # -- configuration --------------------------------------------------------------------------
     def _environ(self) -> Mapping[str, str]:
@@ -161,6 +164,7 @@ class FireSimBackend(Backend):
         work = Path(tempfile.mkdtemp(prefix="accel-firesim-"))
         name = workload.safe_name(f"accel-{case.op}-{case.id}", 60) + "-" + secrets.token_hex(4)
         wl = None
+        self.last_record = {"case": case.id, "variant": variant}
         try:
             boot = Path(build(case, variant, work / "build", uart_outputs=True))
             if not boot.is_file():
@@ -194,8 +198,9 @@ class FireSimBackend(Backend):
                 raise Crash(f"firesim infrasetup {what}; nothing was simulated",
                             detail={"manager_log": setup.tail(), "workload": wl.name})
         runwl = self._manager(s, "runworkload", cfg, s.wall_s, log)
-        detail = {"workload": wl.name, "max_cycles": s.max_cycles, "wall_s": s.wall_s,
-                  "manager_seconds": round(runwl.seconds, 1)}
+        detail = self.last_record
+        detail.update(workload=wl.name, max_cycles=s.max_cycles, wall_s=s.wall_s,
+                      manager_seconds=round(runwl.seconds, 1))
         if runwl.timed_out:
             # the manager leaves simulations running in screen sessions: stop them
             killed = self._manager(s, "kill", cfg, KILL_S, log)

@@ -2,9 +2,8 @@
 
 Environment (each wins over the file):
 
-``ACCEL_FIRESIM_DEPLOY_DIR``     firesim/deploy: the manager runs there and reads ``workloads/``
-                                 from it (deploy/firesim chdirs to its own folder;
-                                 deploy/runtools/workload.py:113,131,156)
+``ACCEL_FIRESIM_DEPLOY_DIR``     firesim/deploy: the manager chdirs there (deploy/firesim:481) and
+                                 reads ``workloads/`` from it (deploy/runtools/workload.py:113,131,156)
 ``ACCEL_FIRESIM_RUNTIME_CONFIG`` the config_runtime.yaml every case starts from (run farm, hardware
                                  config, metasimulation); default ``<deploy>/config_runtime.yaml``
 ``ACCEL_FIRESIM_EXE``            the manager; default ``firesim`` on PATH, else ``<deploy>/firesim``
@@ -23,7 +22,7 @@ Environment (each wins over the file):
                                  wall_s, infrasetup_s, infrasetup, rootfs, keep (TOML: a [firesim] table)
 
 FireSim's own manager also insists on ``FIRESIM_SOURCED`` (deploy/firesim:441-449: "You must
-source firesim/sourceme-manager.sh").
+source firesim/sourceme-manager.sh", checked at line 523).
 """
 from __future__ import annotations
 
@@ -129,7 +128,7 @@ def load(env: Optional[Mapping[str, str]] = None) -> Settings:
     if not runtime.is_file():
         raise ConfigError(f"no FireSim runtime config at {runtime} (`firesim managerinit` writes "
                           f"config_runtime.yaml; or set ACCEL_FIRESIM_RUNTIME_CONFIG)")
-    exe = values.get("executable") or shutil.which("firesim") or (
+    exe = values.get("executable") or shutil.which("firesim", path=env.get("PATH")) or (
         str(deploy / "firesim") if (deploy / "firesim").is_file() else None)
     if not exe:
         raise ConfigError(f"the `firesim` manager is not on PATH and {deploy}/firesim does not exist "

@@ -2,9 +2,9 @@
 
 The timestamp is the manager's launch time, ``strftime("%Y-%m-%d--%H-%M-%S", gmtime())``
 (deploy/runtools/runtime_config.py:1120), the folder name is built in workload.py:168-170 and the
-job folder in firesim_topology_elements.py:401-408; the simulation outputs (``uartlog``, and
+job folder in firesim_topology_elements.py:401-408; the listed simulation outputs (``uartlog``, and
 ``metasim_stderr.out`` in metasimulation) are copied into the job folder when the simulation ends
-(firesim_topology_elements.py:460-).
+(copy_back_job_results_from_run, firesim_topology_elements.py:460, 553-566).
 """
 from __future__ import annotations
 

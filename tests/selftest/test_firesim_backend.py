@@ -1,0 +1,235 @@
+"""The firesim backend (issue 5 item 6) end to end against the stand-in ``firesim`` manager.
+
+The stand-in (fixtures/firesim/bin/firesim) takes the real command line and writes a real results
+folder; the backend under test is the real one, with only the harness builder replaced by one
+that writes a stand-in "boot binary" (the stand-in cannot simulate; it replays a UART fixture).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from golden.case import Case
+from hardware.errors import Crash, Hang, Unsupported
+from hardware.firesim import FireSimBackend, Incomplete
+from hardware.firesim.uart import format_out
+
+yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: pip install pyyaml")
+
+FIXTURES = Path(__file__).parent / "fixtures" / "firesim"
+BIN = FIXTURES / "bin"
+
+RUNTIME = {
+    "run_farm": {"base_recipe": "run-farm-recipes/externally_provisioned.yaml"},
+    "metasimulation": {"metasimulation_enabled": False, "metasimulation_host_simulator": "verilator",
+                       "metasimulation_only_plusargs": "+fesvr-step-size=128 +max-cycles=100000000",
+                       "metasimulation_only_vcs_plusargs": "+vcs+initreg+0 +vcs+initmem+0"},
+    "target_config": {"topology": "no_net_config", "no_net_num_nodes": 1, "link_latency": 6405,
+                      "switching_latency": 10, "net_bandwidth": 200, "profile_interval": -1,
+                      "default_hw_config": "firesim_rocket_saturn_singlecore", "plusarg_passthrough": ""},
+    "workload": {"workload_name": "null.json", "terminate_on_completion": False, "suffix_tag": None},
+}
+
+
+def case(name="layernorm-64x128", **params):
+    base = {"kind": "layernorm", "shape": [64, 128], "dtype": "f32", "variant": "+v", "vlen": 256,
+            "has_f32_reduction": True}
+    return Case.make("f32_reduction", name, dict(base, **params))
+
+
+class StandInBuilder:
+    """build_harness's signature; writes the stand-in spec for the case as its "boot binary"."""
+
+    def __init__(self, specs):
+        self.specs, self.calls = specs, []
+
+    def __call__(self, case, variant, out_dir, uart_outputs):
+        self.calls.append((case.id, variant, uart_outputs))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / "mt.elf"
+        spec = self.specs[case.id]
+        path.write_bytes(spec if isinstance(spec, bytes) else b"#STANDIN-FIRESIM" + json.dumps(spec).encode())
+        return path
+
+
+@pytest.fixture
+def deploy(tmp_path):
+    d = tmp_path / "deploy"
+    (d / "workloads").mkdir(parents=True)
+    (d / "config_runtime.yaml").write_text(yaml.safe_dump(RUNTIME, sort_keys=False))
+    return d
+
+
+@pytest.fixture
+def env(deploy):
+    return {"ACCEL_FIRESIM_DEPLOY_DIR": str(deploy), "FIRESIM_SOURCED": "1",
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "ACCEL_FIRESIM_MAX_CYCLES": "5000000",
+            "ACCEL_FIRESIM_WALL_S": "60", "ACCEL_FIRESIM_INFRASETUP_S": "60",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "HOME": os.environ.get("HOME", "/tmp")}
+
+
+def backend(env, specs, **extra):
+    return FireSimBackend(builder=StandInBuilder(specs), env=dict(env, **extra))
+
+
+def run(env, spec, **extra):
+    c = case()
+    return backend(env, {c.id: spec}, **extra).run(c, {})
+
+
+def test_availability_names_what_is_missing(env, deploy):
+    assert backend(env, {}).availability() is None
+    no_dir = {k: v for k, v in env.items() if k != "ACCEL_FIRESIM_DEPLOY_DIR"}
+    assert "ACCEL_FIRESIM_DEPLOY_DIR is not set" in FireSimBackend(builder=StandInBuilder({}), env=no_dir).availability()
+    assert "FIRESIM_SOURCED" in FireSimBackend(builder=StandInBuilder({}),
+                                               env={k: v for k, v in env.items() if k != "FIRESIM_SOURCED"}).availability()
+    assert "not on PATH" in backend(env, {}, PATH="/nonexistent").availability()
+    assert "no workloads/ folder" in backend(env, {}, ACCEL_FIRESIM_DEPLOY_DIR=str(deploy.parent)).availability()
+    (deploy / "config_runtime.yaml").unlink()
+    assert "config_runtime.yaml" in backend(env, {}).availability()
+
+
+def test_availability_without_the_harness_builder(env):
+    reason = FireSimBackend(env=env).availability()
+    try:
+        import hardware.qemu_rvv.build  # noqa: F401
+    except Exception:
+        assert "hardware.qemu_rvv.build.build_harness" in reason
+    else:
+        assert reason is None
+
+
+def test_supports_only_the_micro_tests(env):
+    assert backend(env, {}).supports(case()) is None
+    assert "f32_reduction" in backend(env, {}).supports(Case.make("gemm_partition_n", "x", {}))
+
+
+def test_pass_returns_the_printed_outputs(env, deploy):
+    b = backend(env, {case().id: {"uart": "uart/pass_outputs.txt", "end": "passed"}})
+    out = b.run(case(), {})
+    assert set(out) == {"y", "idx"}
+    np.testing.assert_array_equal(out["y"], (np.arange(6, dtype=np.float32) / 4 - 0.5).reshape(2, 3))
+    assert out["y"].dtype == np.float32
+    np.testing.assert_array_equal(out["idx"], np.array([3, -1, 7, 0], np.int32))
+    assert b._builder.calls == [(case().id, "+v", True)]
+    assert (b.last_record["log_verdict"], b.last_record["cycles"]) == ("pass", 13000)
+    # FireSim's results folder is kept; our generated workload inputs are removed
+    folders = list((deploy / "results-workload").iterdir())
+    assert len(folders) == 1 and (folders[0] / "job0" / "uartlog").is_file()
+    assert (folders[0] / "job0" / "HW_CFG_SUMMARY").is_file()
+    assert [p.name for p in (deploy / "workloads").iterdir()] == []
+
+
+def test_workload_json_and_runtime_config(env, deploy):
+    c = case()
+    b = backend(env, {c.id: {"uart": "uart/pass_outputs.txt", "end": "passed"}}, ACCEL_FIRESIM_KEEP="1")
+    b.run(c, {})
+    (wl_file,) = (deploy / "workloads").glob("*.json")
+    wl = json.loads(wl_file.read_text())
+    assert wl["benchmark_name"] == wl_file.stem
+    assert wl["common_rootfs"] is None and "common_rootfs" in wl
+    assert wl["common_simulation_outputs"] == ["uartlog", "metasim_stderr.out"]
+    assert wl["post_run_hook"] is None
+    assert [j["name"] for j in wl["workloads"]] == ["job0"]
+    assert (deploy / "workloads" / wl["benchmark_name"] / wl["common_bootbinary"]).is_file()
+    (folder,) = (deploy / "results-workload").iterdir()
+    assert folder.name.endswith("-" + wl["benchmark_name"])
+    assert time.strptime(folder.name[:20], "%Y-%m-%d--%H-%M-%S")
+
+
+def test_hang_is_hang_with_the_dispatch_and_the_cycle_bound_reaches_the_driver(env):
+    with pytest.raises(Hang) as info:
+        run(env, {"uart": "uart/hang_d1.txt", "end": "max-cycles"})
+    assert "d=1" in info.value.message
+    assert "simulation timed out after 5000000 cycles" in info.value.detail["driver"]
+    assert "[dn] d=1 wg=2" in info.value.detail["uartlog_tail"]
+
+
+def test_metasimulation_reads_the_driver_line_from_metasim_stderr(env):
+    # the user's metasim plusargs carry +max-cycles=100000000; ours must be the one in force
+    with pytest.raises(Hang) as info:
+        run(env, {"uart": "uart/hang_d1.txt", "end": "max-cycles"}, ACCEL_FIRESIM_METASIM="1")
+    assert "after 5000000 cycles" in info.value.detail["driver"]
+    out = run(env, {"uart": "uart/pass_outputs.txt", "end": "passed"}, ACCEL_FIRESIM_METASIM="1")
+    assert set(out) == {"y", "idx"}
+
+
+def test_progress_is_incomplete_not_hang(env):
+    with pytest.raises(Incomplete) as info:
+        run(env, {"uart": "uart/progress_iter2.txt", "end": "max-cycles"})
+    assert not isinstance(info.value, Hang)
+    assert info.value.verdict == "FAIL" and info.value.stage == "run"
+    assert "not a hang" in info.value.message and "+max-cycles" in info.value.message
+
+
+def test_early_and_fail_are_crash_with_the_driver_code(env):
+    with pytest.raises(Crash) as info:
+        run(env, {"uart": "uart/early_nothing.txt", "end": "failed:1"})
+    assert info.value.detail["code"] == 1 and "before the first dispatch" in info.value.message
+    with pytest.raises(Crash) as info:
+        run(env, {"uart": "uart/fail_d0.txt", "end": "failed:3"})
+    assert info.value.detail["code"] == 3 and "exited with code 3" in info.value.message
+    with pytest.raises(Crash) as info:
+        run(env, {"uart": "uart/early_nothing.txt", "end": "max-cycles"})
+    assert info.value.detail["log_verdict"] == "early"
+
+
+def test_wall_clock_bound_stops_a_manager_that_never_returns(env):
+    start = time.monotonic()
+    with pytest.raises(Hang) as info:
+        run(env, {"hang": True}, ACCEL_FIRESIM_WALL_S="2")
+    assert time.monotonic() - start < 30
+    assert "wall-clock bound of 2 s" in info.value.message and "no uartlog" in info.value.message
+
+
+def test_runtime_config_carries_one_cycle_bound_and_this_workload():
+    from hardware.firesim.workload import runtime_config
+    base = dict(RUNTIME, target_config=dict(RUNTIME["target_config"], plusarg_passthrough="+a=1 +max-cycles=7"))
+    cfg = runtime_config(base, "accel-x.json", 123, True)
+    assert cfg["workload"]["workload_name"] == "accel-x.json" and cfg["workload"]["suffix_tag"] is None
+    assert cfg["target_config"]["plusarg_passthrough"] == "+a=1 +max-cycles=123"
+    assert cfg["metasimulation"]["metasimulation_only_plusargs"] == "+fesvr-step-size=128"
+    assert cfg["metasimulation"]["metasimulation_enabled"] is True
+    assert base["target_config"]["plusarg_passthrough"] == "+a=1 +max-cycles=7"   # the user's is untouched
+    assert runtime_config(RUNTIME, "w.json", 5, None)["metasimulation"]["metasimulation_enabled"] is False
+
+
+def test_bad_out_line_names_the_file_and_line(env):
+    with pytest.raises(Crash) as info:
+        run(env, {"uart": "uart/bad_out_hex.txt", "end": "passed"})
+    assert "uartlog line" in info.value.message and "bad [out] line for 'y'" in info.value.message
+    assert "results-workload" in info.value.message
+    with pytest.raises(Crash, match="dtype 'bf16'"):
+        run(env, {"uart": "uart/bad_out_dtype.txt", "end": "passed"})
+    with pytest.raises(Crash, match=r"\[done\] but no \[out\]"):
+        run(env, {"uart": "uart/done_no_out.txt", "end": "passed"})
+    with pytest.raises(Crash, match=r"never printed \[done\]"):
+        run(env, {"uart": "uart/progress_iter2.txt", "end": "passed"})
+
+
+def test_manager_failure_without_uartlog_is_crash_naming_the_folder(env):
+    with pytest.raises(Crash) as info:
+        run(env, b"\x7fELF not a stand-in spec")
+    assert "runworkload exited 1" in info.value.message and "no uartlog" in info.value.message
+    assert "cannot simulate a real boot binary" in info.value.detail["manager_log"]
+
+
+def test_infrasetup_is_what_copies_the_boot_binary(env):
+    with pytest.raises(Crash, match="runworkload exited 1"):
+        run(env, {"uart": "uart/pass_outputs.txt", "end": "passed"}, ACCEL_FIRESIM_INFRASETUP="0")
+
+
+def test_bad_runtime_config_is_named(env, deploy):
+    (deploy / "config_runtime.yaml").write_text("workload: {workload_name: x.json}\n")
+    with pytest.raises(Crash, match=r"config_runtime\.yaml: cannot use this runtime config: .*target_config"):
+        run(env, {"uart": "uart/pass_outputs.txt", "end": "passed"})
+
+
+def test_settings_errors_are_unsupported_at_run(env):
+    with pytest.raises(Unsupported, match="ACCEL_FIRESIM_MAX_CYCLES"):
+        run(env, {}, ACCEL_FIRESIM_MAX_CYCLES="lots")
