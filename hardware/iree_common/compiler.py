@@ -94,10 +94,15 @@ def cache_key(mlir: str, flags: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class Compiled:
-    dir: Path               # the cache entry: module.vmfb and whatever the flags asked for
+    dir: Path               # the cache entry: the -o output and whatever the flags asked for
     cached: bool            # True when nothing was compiled this time
     seconds: float          # compile time (0 when cached)
     argv: tuple[str, ...]   # the command as it ran (paths inside the temporary folder)
+    output_name: str = VMFB
+
+    @property
+    def output(self) -> Path:
+        return self.dir / self.output_name
 
     @property
     def vmfb(self) -> Path:
@@ -105,21 +110,25 @@ class Compiled:
 
 
 def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
-                   name: str = "program") -> Compiled:
-    """Compile ``mlir`` with ``flags`` unless the cache has it; return the entry's folder."""
+                   name: str = "program", output: str = VMFB) -> Compiled:
+    """Compile ``mlir`` with ``flags`` unless the cache has it; return the entry's folder.
+
+    ``output`` is the file name ``-o`` writes inside the folder (``module.vmfb``; a text name
+    such as ``host.mlir`` with ``--compile-to=hal``); it is part of the key.
+    """
     reason = availability()
     if reason:
         raise CompileError(reason, detail={"diagnostic": reason})
-    key = cache_key(mlir, flags)
+    key = cache_key(mlir, [*flags, f"-o={output}"] if output != VMFB else flags)
     final = cache_root() / key
-    if (final / VMFB).is_file():
-        return Compiled(final, True, 0.0, ())
+    if (final / output).is_file():
+        return Compiled(final, True, 0.0, (), output)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
     try:
         src = tmp / "program.mlir"
         src.write_text(mlir)
-        argv = [tool_path(), str(src), *(f.replace("{out}", str(tmp)) for f in flags), "-o", str(tmp / VMFB)]
+        argv = [tool_path(), str(src), *(f.replace("{out}", str(tmp)) for f in flags), "-o", str(tmp / output)]
         start = time.perf_counter()
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
@@ -127,7 +136,7 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
             raise Hang(f"iree-compile did not finish within {timeout_s:.0f} s ({name})", stage="compile",
                        detail={"argv": " ".join(argv), "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:]}) from None
         seconds = time.perf_counter() - start
-        if proc.returncode != 0 or not (tmp / VMFB).is_file():
+        if proc.returncode != 0 or not (tmp / output).is_file():
             diag = (proc.stderr or proc.stdout or "").strip()
             first = next((ln for ln in diag.splitlines() if "error" in ln), diag.splitlines()[0] if diag else "")
             raise CompileError(f"iree-compile failed (exit {proc.returncode}) on {name}: {first[:300]}",
@@ -137,10 +146,10 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
         try:
             os.rename(tmp, final)
         except OSError:          # another worker finished the same entry first: use theirs
-            if not (final / VMFB).is_file():
+            if not (final / output).is_file():
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
-        return Compiled(final, False, seconds, tuple(argv))
+        return Compiled(final, False, seconds, tuple(argv), output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

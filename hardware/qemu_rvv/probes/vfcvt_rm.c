@@ -1,0 +1,14 @@
+/* Control for vfcvt_rtz.c: the same conversion with the dynamic rounding mode
+ * (vfcvt.x.f.v, round to nearest even): prints "ok -4 2 -1 0" on a correct emulator. */
+#include <stdio.h>
+int main(void) {
+  float in[4] = {-3.75f, 2.5f, -1.25f, 0.5f};
+  int out[4] = {9, 9, 9, 9};
+  __asm__ volatile(
+      "vsetivli zero, 4, e32, m1, ta, ma\n"
+      "vle32.v v8, (%0)\n"
+      "vfcvt.x.f.v v8, v8\n"
+      "vse32.v v8, (%1)\n" ::"r"(in), "r"(out) : "memory", "v8");
+  printf("ok %d %d %d %d\n", out[0], out[1], out[2], out[3]);
+  return 0;
+}

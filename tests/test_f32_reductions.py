@@ -1,0 +1,124 @@
+"""f32 reductions (seed 004): every reduction and control against a float64 golden.
+
+Each case is one program (golden/reductions.py: kind, shape, RISC-V flag variant, VLEN); every
+output is compared element by element within the f32-summation error model of
+golden/reductions.py. A hang is its own verdict (HANG, never a stalled suite); with
+``--inject-fault saturn-f32-reduction-hang`` every reduction case is HANG and every control
+passes.
+
+Default cases: every kind at the seed's shape (baseline ``v`` build, VLEN 256), row sums whose
+length leaves a tail for every VLEN (1, 7, 33, 127, 1000), LayerNorm and softmax at a tail
+length, VLEN 128 and 512, and the seed's flag variants (novec, v-vw0, v-zvl512b at VLEN 512,
+v-reassoc) on LayerNorm, softmax and f32 matmul. ``-m large``: every kind x variant x VLEN.
+
+``test_saturn_codegen_signature`` scans the RISC-V assembly of each dispatch for seed 004's hang
+signature; it is a check for Saturn targets, run with ``--hw firesim`` or ACCEL_SATURN_SCAN=1.
+"""
+import os
+
+import pytest
+
+from golden import assert_close
+from golden import reductions as R
+from hardware.iree_common import riscv
+
+pytestmark = pytest.mark.family(R.OP)
+
+BASE = (riscv.BASELINE_VARIANT, riscv.BASELINE_VLEN)
+
+
+def _p(kind, shape, variant, vlen, large=False):
+    c = R.make_case(kind, shape, variant, vlen)
+    return pytest.param((kind, tuple(shape), variant, vlen), id=c.id,
+                        marks=[pytest.mark.large] if large else [])
+
+
+def _default():
+    out = [_p(k, R.SEED_SHAPES[k], *BASE) for k in R.KINDS]
+    out += [_p("row_sum", (R.TAIL_ROWS, n), *BASE) for n in R.TAIL_LENGTHS]
+    out += [_p(k, (R.TAIL_ROWS, 33), *BASE) for k in ("layernorm", "softmax")]
+    out += [_p(k, R.SEED_SHAPES[k], "v", vlen) for k in ("layernorm", "softmax") for vlen in (128, 512)]
+    for k in ("layernorm", "softmax", "matmul"):
+        out += [_p(k, R.SEED_SHAPES[k], v, 256) for v in ("novec", "v-vw0", "v-reassoc")]
+        out.append(_p(k, R.SEED_SHAPES[k], "v-zvl512b", 512))
+    out.append(_p("cvt", R.SEED_SHAPES["cvt"], "novec", 256))
+    return out
+
+
+def _large(default_ids):
+    out = []
+    shapes = {k: [R.SEED_SHAPES[k]] for k in R.KINDS}
+    for k in ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax"):
+        shapes[k] = shapes[k] + [(R.TAIL_ROWS, n) for n in R.TAIL_LENGTHS]
+    for k in R.KINDS:
+        for shape in shapes[k]:
+            for name, v in riscv.VARIANTS.items():
+                for vlen in riscv.VLENS:
+                    if vlen < v.min_vlen or (not v.vector and vlen != riscv.BASELINE_VLEN):
+                        continue
+                    p = _p(k, shape, name, vlen, large=True)
+                    if p.id not in default_ids:
+                        out.append(p)
+    return out
+
+
+DEFAULT = _default()
+CASES = DEFAULT + _large({p.id for p in DEFAULT})
+
+
+@pytest.fixture(scope="module")
+def cfg(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def case(cfg, golden_seed):
+    kind, shape, variant, vlen = cfg
+    return R.make_case(kind, shape, variant, vlen, golden_seed)
+
+
+@pytest.fixture(scope="module")
+def inputs(case):
+    return R.make_inputs(case)
+
+
+@pytest.fixture(scope="module")
+def expected(case, inputs):
+    ref = R.reference(case, inputs)
+    return ref, R.tolerance(case, inputs, ref)
+
+
+@pytest.fixture(scope="module")
+def run(hw, case, inputs):
+    return hw.run(case, inputs)
+
+
+@pytest.mark.parametrize("cfg", CASES, indirect=True)
+def test_f32_reduction(run, case, expected):
+    ref, tol = expected
+    for name in R.output_names(case.params["kind"]):
+        assert_close(run[name], ref[name], tol=tol[name], name=f"{case.params['kind']} output {name!r}")
+
+
+SCAN_CASES = [_p(k, R.SEED_SHAPES[k], name, max(v.min_vlen, riscv.BASELINE_VLEN))
+              for k in R.REDUCTIONS for name, v in riscv.VARIANTS.items()]
+
+
+@pytest.mark.parametrize("cfg", SCAN_CASES, indirect=True)
+def test_saturn_codegen_signature(request, case):
+    """No dispatch of a Saturn build may contain seed 004's hang signature (vfmacc.vf and
+    vslidedown.vi in one loop under ``vsetivli zero, 1, e32, mf2``)."""
+    if os.environ.get("ACCEL_SATURN_SCAN") != "1" and "firesim" not in request.config._accel_hw:
+        pytest.skip("Saturn codegen check: runs with --hw firesim or ACCEL_SATURN_SCAN=1")
+    from hardware.iree_common import compiler
+    if compiler.availability():
+        pytest.skip(compiler.availability())
+    from hardware.iree_common.program import program_for
+    from hardware.qemu_rvv import build, scan
+    variant = case.params["variant"]
+    compiled = build.compile_riscv(program_for(case), variant, name=case.id)
+    scans = scan.scan_dir(compiled.dir / "dump")
+    assert scans, f"no dispatch assembly was dumped for {case.id}"
+    bad = [d for d in scans if d["signature"]]
+    assert not bad, (f"{len(bad)} of {len(scans)} dispatches of {case.id} contain the seed-004 hang signature: "
+                     + scan.summary(bad) + "; loops " + ", ".join(l for d in bad for l in d["signature_loops"]))
