@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import re
 import sys
 import tomllib
@@ -310,8 +311,9 @@ def diff(exp: Expectations, proposed: dict[str, list[Entry]], directory: Path) -
 
 
 def _unified(path: Path, old: str, new: str) -> str:
-    a = f"a/{path}" if old else "/dev/null"
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), a, f"b/{path}"))
+    name = path.as_posix()
+    a, b = (name, name) if path.is_absolute() else (f"a/{name}", f"b/{name}")
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), a if old else "/dev/null", b))
 
 
 def main(argv=None) -> int:
@@ -405,7 +407,8 @@ def pytest_configure(config):
     if not given and not directory.is_dir():
         return
     try:
-        config._accel_exp = load_dir(directory)
+        shown = Path(os.path.relpath(directory, config.invocation_params.dir))
+        config._accel_exp = load_dir(directory if shown.parts[:1] == ("..",) else shown)
     except ExpectationsError as exc:
         raise pytest.UsageError(f"expectations: {exc}") from None
 
@@ -481,10 +484,27 @@ def pytest_runtest_makereport(item, call):
         seen["detail"] = {k: v for k, v in (getattr(exc, "detail", None) or {}).items()
                           if isinstance(v, (str, int, float, bool, type(None)))}
     if report.when == "teardown":
-        for key, record in report.user_properties:
-            if key == _PROP and isinstance(record, dict):
-                apply_record(item, record)
+        records = [r for k, r in report.user_properties if k == _PROP and isinstance(r, dict)]
+        if not records and seen.get("skipped"):
+            # The core makes its record in its own setup hook, which a skip marker pre-empts;
+            # a known hang that was not attempted must still be in results.json.
+            records = [_skip_record(item, seen["skipped"])]
+            report.user_properties.append((_PROP, records[0]))
+        for record in records:
+            apply_record(item, record)
+    elif report.skipped and report.when == "setup":
+        longrepr = report.longrepr
+        seen["skipped"] = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
     return report
+
+
+def _skip_record(item, reason: str) -> dict:
+    backend = _backend_of(item)
+    family = item.get_closest_marker("family")
+    return {"nodeid": item.nodeid, "test": item.name, "backend": backend,
+            "family": family.args[0] if family and family.args else None, "verdict": verdicts.SKIP,
+            "stage": None, "message": reason.removeprefix("Skipped: "), "census": [], "detail": {},
+            "duration_s": 0.0, "runs": [], "versions": {}}
 
 
 def apply_record(item, record: dict) -> None:
