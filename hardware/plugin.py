@@ -1,6 +1,7 @@
 """The pytest plugin: --hw selection, the ``hw`` fixture, verdict recording, reports, summary."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import signal
@@ -24,6 +25,7 @@ pytest_plugins.append("hardware.pypto.pto_cpp_option")
 pytest_plugins.append("hardware.expectations")
 pytest_plugins.append("hardware.report.plugin")
 pytest_plugins.append("hardware.npu.markers")
+pytest_plugins.append("hardware.hypothesis_profiles")
 
 _RECORD = pytest.StashKey[dict]()
 _PROP = "accel_regress"
@@ -81,8 +83,10 @@ def pytest_configure(config):
     if not config.getoption("markexpr", None) and not config.getoption("keyword", None):
         config.option.markexpr = "not large"
     runner.observer = _observe
-    global _config
-    _config = config
+    global _config, _started
+    # A session inside a session (pytester's inline runs) must hand the outer one its state back.
+    config._accel_saved = (_config, _started, runner.isolation, runner.hang_guard, runner.devices)
+    _config, _started = config, {}
     _configure_isolation(config)
 
 
@@ -97,8 +101,6 @@ def _is_xdist_controller(config) -> bool:
 # --- isolation, bounds, devices, interruption ---------------------------------------------------
 
 _stop_reason: Optional[str] = None
-_timer: Optional[threading.Timer] = None
-_old_sigterm = None
 
 
 def _preload_modules(names) -> list[str]:
@@ -147,12 +149,13 @@ def _on_stop_signal(signum, frame):
 
 
 def _install_stop_handlers(config) -> None:
-    global _old_sigterm, _timer, _stop_reason
+    global _stop_reason
     _stop_reason = None
+    config._accel_old_sigterm = config._accel_timer = None
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        _old_sigterm = signal.signal(signal.SIGTERM, _on_stop_signal)
+        config._accel_old_sigterm = signal.signal(signal.SIGTERM, _on_stop_signal)
     # --session-timeout is pytest-timeout's option (it stops between tests); at the deadline this
     # also interrupts the case that is running, which results.json lists as INTERRUPTED.
     seconds = config.getoption("session_timeout", None)
@@ -163,26 +166,26 @@ def _install_stop_handlers(config) -> None:
             global _stop_reason
             _stop_reason = f"session timeout after {seconds:g} s (--session-timeout)"
             signal.pthread_kill(main_id, signal.SIGTERM)   # to the main thread: wakes a blocking wait
-        _timer = threading.Timer(seconds, fire)
-        _timer.daemon = True
-        _timer.start()
+        timer = config._accel_timer = threading.Timer(seconds, fire)
+        timer.daemon = True
+        timer.start()
 
 
 def pytest_unconfigure(config):
-    global _timer, _old_sigterm
-    if _timer is not None:
-        _timer.cancel()
-        _timer = None
-    if _old_sigterm is not None:
-        signal.signal(signal.SIGTERM, _old_sigterm)
-        _old_sigterm = None
+    global _config, _started
+    if getattr(config, "_accel_timer", None) is not None:
+        config._accel_timer.cancel()
+    if getattr(config, "_accel_old_sigterm", None) is not None:
+        signal.signal(signal.SIGTERM, config._accel_old_sigterm)
     if runner.isolation is not None:
         runner.isolation.close()
         runner.isolation = None
     if runner.devices is not None:
         runner.devices.release()
         runner.devices = None
-    runner.hang_guard = None
+    saved = getattr(config, "_accel_saved", None)
+    if saved is not None:
+        _config, _started, runner.isolation, runner.hang_guard, runner.devices = saved
 
 
 class Hardware:
@@ -313,6 +316,9 @@ def pytest_runtest_makereport(item, call):
     if report.when == "teardown":
         record = _finish_record(rec)
         item.config.hook.accel_regress_record(item=item, record=record)
+        # Plain JSON types only: under xdist the record travels through execnet, which refuses str
+        # subclasses such as torch's TorchVersion.
+        record = json.loads(json.dumps(record, default=str))
         report.user_properties.append((_PROP, record))
     return report
 

@@ -65,7 +65,9 @@ def _absolute_fault(spec: Optional[str]) -> Optional[str]:
 class Isolation:
     def __init__(self, bounds: Bounds = Bounds(), preload: Iterable[str] = (), root: Optional[Path] = None):
         self.bounds = bounds
-        self.preload = list(dict.fromkeys([*BASE_PRELOAD, *preload]))
+        # $ACCEL_ISOLATION_PRELOAD (comma-separated modules) adds site modules every worker needs.
+        extra = [m for m in os.environ.get("ACCEL_ISOLATION_PRELOAD", "").split(",") if m.strip()]
+        self.preload = list(dict.fromkeys([*BASE_PRELOAD, *preload, *extra]))
         self.dir = Path(tempfile.mkdtemp(prefix="accel-isolation-", dir=root or transfer.default_root()))
         self._server: Optional[subprocess.Popen] = None
         self._ctrl: Optional[socket.socket] = None
@@ -185,16 +187,17 @@ class Isolation:
                    "inputs": transfer.write_arrays(folder, "in", job.inputs)}
             offset = self._log_size(worker)
             protocol.send(worker.sock, msg)
+            sent = time.monotonic()
             in_flight = True
             worker.sock.settimeout(max(job.timeout_s, 0.001))
             try:
                 reply = protocol.recv(worker.sock)
             except (socket.timeout, TimeoutError):
                 in_flight = False
-                raise self._hang(worker, job, offset) from None
+                raise self._stamp(self._hang(worker, job, offset), sent) from None
             except (protocol.ChannelClosed, ConnectionError):
                 in_flight = False
-                raise self._death(worker, job, offset) from None
+                raise self._stamp(self._death(worker, job, offset), sent) from None
             in_flight = False
             return self._answer(reply, worker, job, offset)
         finally:
@@ -202,6 +205,12 @@ class Isolation:
                 # Interrupted (SIGINT/SIGTERM) mid-run: the worker's state is unknown; end it.
                 self._drop(worker)
             transfer.remove(folder)
+
+    @staticmethod
+    def _stamp(exc: VerdictError, sent: float) -> VerdictError:
+        # From handing the job over to the verdict: the bound plus what ending the worker took.
+        exc.detail["verdict_after_s"] = round(time.monotonic() - sent, 3)
+        return exc
 
     def _log_size(self, worker: _Worker) -> int:
         try:

@@ -1,0 +1,264 @@
+"""Isolation, through real pytest sessions (pytester, in subprocesses): every way a run can end badly
+becomes the right verdict of that case alone, within its bound + 5 s, and the session goes on.
+
+The bad endings are real, raised inside the isolated run by an ``--inject-fault`` file: libc
+``sleep`` called through ``ctypes.PyDLL`` (native code that keeps the GIL), a NULL read (SIGSEGV),
+an illegal instruction (SIGILL), a read past a truncated file mapping (SIGBUS), ``os.abort``
+(SIGABRT), ``os._exit(3)``, an infinite Python loop, and allocations past the worker's memory bound.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from hardware import results
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[2]
+BOUND = 2.0          # --case-timeout of these sessions
+SLACK = 5.0          # the issue's "within bound + 5 s"
+
+# A tiny emu GEMM on 0/1 inputs: every product and sum is exact in bfp16 and bf16, so a clean run
+# must equal numpy's A @ B bit for bit, and any damaged output fails.
+SMALL_TEST = textwrap.dedent('''
+    import numpy as np
+    import pytest
+    from golden.case import Case
+
+    pytestmark = pytest.mark.family("gemm_partition_n")
+    PARAMS = dict(M=16, K=64, N=64, tile_m=16, tile_k=64, tile_n=64, num_aie_columns=1,
+                  b_col_maj=False, c_col_maj=False, partition_N=1)
+    KINDS = {kinds!r}
+
+    @pytest.mark.parametrize("kind", KINDS)
+    def test_gemm(hw, kind):
+        rng = np.random.default_rng(len(kind))
+        a = rng.integers(0, 2, (16, 64)).astype(np.float32)
+        b = rng.integers(0, 2, (64, 64)).astype(np.float32)
+        run = hw.run(Case.make("gemm_partition_n", kind, PARAMS), {{"A": a, "B": b}})
+        np.testing.assert_array_equal(run["C_0"][:16, :64], a @ b)
+''')
+
+# Each bad ending is selected by the case id; anything else passes outputs through untouched.
+FAULTS = textwrap.dedent('''
+    import ctypes, mmap, os, platform, tempfile, time
+    import numpy as np
+
+    def _illegal_instruction():
+        code = {"x86_64": b"\\x0f\\x0b", "aarch64": b"\\x00\\x00\\x00\\x00"}.get(platform.machine())
+        if code is None:
+            os.kill(os.getpid(), 4)
+        buf = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        buf.write(code)
+        ctypes.CFUNCTYPE(None)(ctypes.addressof(ctypes.c_char.from_buffer(buf)))()
+
+    def _bus_error():
+        f = tempfile.TemporaryFile()
+        f.truncate(mmap.PAGESIZE)
+        m = mmap.mmap(f.fileno(), mmap.PAGESIZE)
+        f.truncate(0)
+        return m[0]
+
+    def _note():
+        marker = os.environ.get("ISO_MARKER")
+        if marker:
+            with open(marker + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.replace(marker + ".tmp", marker)
+
+    def fault(case, outputs):
+        kind = case.id
+        if kind.startswith("ok"):
+            return outputs
+        print(f"fault {kind}: about to misbehave", flush=True)
+        if kind == "gil_sleep":
+            ctypes.PyDLL(None).sleep(60)          # PyDLL keeps the GIL through the native call
+        elif kind == "segv":
+            ctypes.string_at(0)
+        elif kind == "sigill":
+            _illegal_instruction()
+        elif kind == "sigbus":
+            _bus_error()
+        elif kind == "abort":
+            os.abort()
+        elif kind == "exit3":
+            os._exit(3)
+        elif kind == "loop":
+            while True:
+                pass
+        elif kind == "memory":
+            blocks = [np.empty(1 << 28, np.uint8) for _ in range(1024)]   # 256 GiB of address space
+            return outputs
+        elif kind.startswith("hang"):
+            _note()
+            while True:
+                time.sleep(1)
+        return outputs
+''')
+
+KINDS = ["ok_a", "gil_sleep", "ok_b", "segv", "sigill", "sigbus", "abort", "exit3", "loop", "memory", "ok_c"]
+EXPECT = {
+    "ok_a": ("PASS", None), "ok_b": ("PASS", None), "ok_c": ("PASS", None),
+    "gil_sleep": ("HANG", "within 2 s"), "loop": ("HANG", "within 2 s"),
+    "segv": ("CRASH", "SIGSEGV"), "sigill": ("CRASH", "SIGILL"), "sigbus": ("CRASH", "SIGBUS"),
+    "abort": ("CRASH", "SIGABRT"), "exit3": ("CRASH", "exited with code 3"),
+    "memory": ("CRASH", "MemoryError"),
+}
+
+
+@pytest.fixture
+def suite(pytester, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(pytester.path)]))
+    monkeypatch.delenv("ACCEL_HW", raising=False)
+    pytester.makepyfile(faults=FAULTS)
+    return pytester
+
+
+def _args(*extra):
+    return ["-p", "hardware.plugin", "-p", "no:cacheprovider", "--hw", "emu", "--case-timeout", str(BOUND),
+            "--inject-fault", "faults.py:fault", "--worker-memory", "3G", *extra]
+
+
+def _cases(pytester) -> dict:
+    data = results.load(pytester.path / "reports" / "results.json")
+    return {c["test"].partition("[")[2].rstrip("]").removeprefix("emu-"): c for c in data["cases"]}
+
+
+def _check_every_ending(cases: dict) -> None:
+    assert set(cases) == set(KINDS), sorted(cases)
+    for kind, (verdict, words) in EXPECT.items():
+        case = cases[kind]
+        assert case["verdict"] == verdict, (kind, case["verdict"], case["message"])
+        if words:
+            assert words in case["message"], (kind, case["message"])
+        if verdict != "PASS" and kind != "memory":
+            # Counted from the hand-over to the worker (a first case also waits for the fork server).
+            assert case["detail"]["verdict_after_s"] < BOUND + SLACK, (kind, case["detail"])
+        assert case["duration_s"] < 60, (kind, case["duration_s"])
+    for kind in ("gil_sleep", "loop"):
+        detail = cases[kind]["detail"]
+        assert "in fault" in detail["stack"] and "faults.py" in detail["stack"], detail["stack"]
+        assert f"fault {kind}: about to misbehave" in detail["output"]
+    assert cases["segv"]["detail"]["signal"] == "SIGSEGV"
+    assert "Segmentation fault" in cases["segv"]["detail"]["output"]     # faulthandler's report
+    assert cases["exit3"]["detail"]["exit_code"] == 3
+
+
+def test_every_bad_ending_is_a_verdict_of_its_own_case(suite):
+    suite.makepyfile(test_small=SMALL_TEST.format(kinds=KINDS))
+    start = time.monotonic()
+    res = suite.runpytest_subprocess(*_args("--max-hangs", "0"), timeout=150)
+    elapsed = time.monotonic() - start
+    res.assert_outcomes(passed=3, failed=8)
+    _check_every_ending(_cases(suite))
+    # Two hangs of 2 s, the rest quick: the session never waited on a dead or stuck run.
+    assert elapsed < 60, elapsed
+
+
+def test_same_under_xdist_with_one_device_per_worker(suite):
+    # emu pretends to hold a device so --devices is exercised; the run records what it was given.
+    suite.makeconftest(textwrap.dedent('''
+        from hardware.emu import EmuBackend
+        EmuBackend.device_resource = "emu-dev"
+    '''))
+    suite.makepyfile(faults=FAULTS + textwrap.dedent('''
+        _plain = fault
+        def fault(case, outputs):
+            with open(os.path.join(os.environ["ISO_SEEN"], case.id), "w") as f:
+                f.write(f"{os.environ.get('PYTEST_XDIST_WORKER')} {os.environ.get('ACCEL_DEVICE_EMU_DEV')}")
+            return _plain(case, outputs)
+    '''))
+    seen = suite.path / "seen"
+    seen.mkdir()
+    os.environ["ISO_SEEN"] = str(seen)
+    try:
+        suite.makepyfile(test_small=SMALL_TEST.format(kinds=KINDS))
+        res = suite.runpytest_subprocess(*_args("--max-hangs", "0", "-n", "2", "--devices", "emu-dev=7,8",
+                                                "--device-lock-dir", str(suite.path / "locks")), timeout=150)
+    finally:
+        del os.environ["ISO_SEEN"]
+    res.assert_outcomes(passed=3, failed=8)
+    _check_every_ending(_cases(suite))
+    pairs = {tuple(p.read_text().split()) for p in seen.iterdir()}
+    by_worker: dict = {}
+    for worker, device in pairs:
+        by_worker.setdefault(worker, set()).add(device)
+    assert all(len(d) == 1 for d in by_worker.values()), by_worker       # a worker keeps its device
+    held = [d.pop() for d in by_worker.values()]
+    assert len(held) == len(set(held)) and set(held) <= {"7", "8"}, by_worker   # never shared
+
+
+def test_max_hangs_skips_the_rest_and_resets_the_backend(suite):
+    # The reset hook runs in the fresh worker after each hang; this module (preloaded by the fork
+    # server) makes emu's reset leave a trace.
+    suite.makepyfile(emu_reset_probe=textwrap.dedent('''
+        import os
+        from hardware.emu import EmuBackend
+        def _reset(self):
+            with open(os.environ["ISO_RESETS"], "a") as f:
+                f.write("reset\\n")
+        EmuBackend.reset = _reset
+    '''))
+    resets = suite.path / "resets.txt"
+    kinds = ["ok_a", "hang1", "hang2", "hang3", "ok_b"]
+    suite.makepyfile(test_small=SMALL_TEST.format(kinds=kinds))
+    os.environ["ACCEL_ISOLATION_PRELOAD"] = "emu_reset_probe"
+    os.environ["ISO_RESETS"] = str(resets)
+    try:
+        res = suite.runpytest_subprocess(*_args("--max-hangs", "2"), timeout=120)
+    finally:
+        del os.environ["ACCEL_ISOLATION_PRELOAD"], os.environ["ISO_RESETS"]
+    res.assert_outcomes(passed=1, failed=2, skipped=2)
+    cases = _cases(suite)
+    assert [cases[k]["verdict"] for k in kinds] == ["PASS", "HANG", "HANG", "SKIP", "SKIP"]
+    assert "hung 2 times in a row" in cases["hang3"]["message"]
+    assert "--max-hangs 2" in cases["ok_b"]["message"]
+    assert resets.read_text().count("reset") == 2
+
+
+def test_sigterm_midway_leaves_valid_results(suite):
+    kinds = ["ok_a", "ok_b", "hang_here", "ok_c"]
+    suite.makepyfile(test_small=SMALL_TEST.format(kinds=kinds))
+    marker = suite.path / "running.pid"
+    env = dict(os.environ, ISO_MARKER=str(marker))
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *_args("--case-timeout", "120")],
+                            cwd=suite.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists():
+            assert proc.poll() is None, proc.stdout.read().decode()
+            assert time.monotonic() < deadline, "the hanging case never started"
+            time.sleep(0.1)
+        worker_pid = int(marker.read_text())
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, out.decode()[-3000:]
+    data = results.load(suite.path / "reports" / "results.json")
+    assert data["session"]["interrupted"] is True and data["session"]["stop_reason"] == "SIGTERM"
+    verdicts = {c["test"]: c["verdict"] for c in data["cases"]}
+    assert verdicts == {"test_gemm[emu-ok_a]": "PASS", "test_gemm[emu-ok_b]": "PASS",
+                        "test_gemm[emu-hang_here]": "INTERRUPTED"}, verdicts
+    hung = next(c for c in data["cases"] if c["verdict"] == "INTERRUPTED")
+    assert "SIGTERM" in hung["message"] and hung["backend"] == "emu"
+    # results.jsonl has the same cases, one line each, and no worker outlives the session.
+    lines = [json.loads(x) for x in (suite.path / "reports" / "results.jsonl").read_text().splitlines()]
+    assert sum("nodeid" in x for x in lines) == 3
+    for _ in range(50):
+        try:
+            os.kill(worker_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"isolated worker {worker_pid} still alive after the session ended")
