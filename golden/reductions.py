@@ -56,7 +56,8 @@ SEED_SHAPES = {
     "rsqrt": (64,), "sqrt": (64,), "erf": (64,), "cvt": (64,), "divide": (64,),
     "i8_matmul": (64, 128, 128),
 }
-# Reduction lengths that leave a tail for every vector length (VLEN 128/256/512 hold 4/8/16 f32).
+# Reduction lengths with tails: VLEN 128/256/512 hold 4/8/16 f32 per register (x LMUL per group);
+# 1, 7, 33 and 127 leave a tail at every VLEN, 1000 at VLEN 512 and at LMUL >= 4 groups.
 TAIL_LENGTHS = (1, 7, 33, 127, 1000)
 TAIL_ROWS = 4
 
