@@ -77,30 +77,31 @@ def _dispatch_fields(rest: str) -> dict:
 
 
 def markers(lines: list[str]) -> list[Marker]:
-    """Every recognised marker in order; anything else on a line is noise and ignored."""
+    """Every recognised marker in order (by line, then by position in the line); anything else on
+    a line is noise and ignored."""
     found: list[Marker] = []
     for number, line in enumerate(lines, 1):
+        here: list[tuple[int, Marker]] = []
         for rx, kind in ((DRIVER_PASSED, "passed"), (DRIVER_FAILED, "failed"), (DRIVER_TIMED_OUT, "timed_out")):
-            m = rx.search(line)
-            if m:
+            for m in rx.finditer(line):
                 fields = ({"code": int(m.group(1)), "cycles": int(m.group(2))} if kind == "failed"
                           else {"cycles": int(m.group(1))})
-                found.append(Marker(kind, number, fields, m.group(0)))
-        m = WARMUP.search(line)
-        if m:
+                here.append((m.start(), Marker(kind, number, fields, m.group(0))))
+        for m in WARMUP.finditer(line):
             done = bool(re.search(r"\b(done|complete|completed|finished)\b", m.group(3), re.I))
-            found.append(Marker("warmup", number, {"i": int(m.group(1)), "n": int(m.group(2)), "done": done},
-                                m.group(0)))
-        m = BENCH.search(line)
-        if m:
-            found.append(Marker("bench", number, {"i": int(m.group(1)), "n": int(m.group(2))}, m.group(0)))
+            here.append((m.start(), Marker("warmup", number, {"i": int(m.group(1)), "n": int(m.group(2)),
+                                                              "done": done}, m.group(0))))
+        for m in BENCH.finditer(line):
+            here.append((m.start(), Marker("bench", number, {"i": int(m.group(1)), "n": int(m.group(2))},
+                                           m.group(0))))
         tags = list(TAG.finditer(line))
         for k, tag in enumerate(tags):
             end = tags[k + 1].start() if k + 1 < len(tags) else len(line)
             rest = line[tag.end():end]
             kind = tag.group(1)
             fields = _dispatch_fields(rest) if kind in ("dn", "dc") else {}
-            found.append(Marker(kind, number, fields, rest.strip()))
+            here.append((tag.start(), Marker(kind, number, fields, rest.strip())))
+        found += [marker for _, marker in sorted(here, key=lambda pair: pair[0])]
     return found
 
 

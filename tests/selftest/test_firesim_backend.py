@@ -159,11 +159,15 @@ def test_metasimulation_reads_the_driver_line_from_metasim_stderr(env):
     assert set(out) == {"y", "idx"}
 
 
-def test_progress_is_incomplete_not_hang(env):
+@pytest.mark.parametrize("fixture,log_verdict", [("uart/progress_d0.txt", "progress"),
+                                                  ("uart/warmup_done.txt", "warmup"),
+                                                  ("uart/stopped_after_iter1.txt", "pass")])
+def test_stopped_while_advancing_is_incomplete_not_hang(env, fixture, log_verdict):
     with pytest.raises(Incomplete) as info:
-        run(env, {"uart": "uart/progress_iter2.txt", "end": "max-cycles"})
+        run(env, {"uart": fixture, "end": "max-cycles"})
     assert not isinstance(info.value, Hang)
     assert info.value.verdict == "FAIL" and info.value.stage == "run"
+    assert info.value.detail["log_verdict"] == log_verdict
     assert "not a hang" in info.value.message and "+max-cycles" in info.value.message
 
 
@@ -209,7 +213,7 @@ def test_bad_out_line_names_the_file_and_line(env):
     with pytest.raises(Crash, match=r"\[done\] but no \[out\]"):
         run(env, {"uart": "uart/done_no_out.txt", "end": "passed"})
     with pytest.raises(Crash, match=r"never printed \[done\]"):
-        run(env, {"uart": "uart/progress_iter2.txt", "end": "passed"})
+        run(env, {"uart": "uart/stopped_after_iter1.txt", "end": "passed"})
 
 
 def test_manager_failure_without_uartlog_is_crash_naming_the_folder(env):

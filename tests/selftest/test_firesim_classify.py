@@ -35,6 +35,8 @@ EXPECTED = {
     "truncated_seed_progress.uartlog": ("progress", "no driver end line"),
     "noise_interleaved_hang.uartlog": ("hang", "d=1 wg=2"),
     "carriage_returns_pass.uartlog": ("pass", "[done] printed"),
+    "carriage_returns_redraw_pass.uartlog": ("pass", "1 bench iteration(s) completed"),
+    "noise_interleaved_pass.uartlog": ("pass", "[done] printed; 1 dispatch(es) completed"),
     "empty.uartlog": ("early", "empty log"),
     "binary_noise_hang.uartlog": ("hang", "d=1 wg=2"),
     "metasim_pass/uartlog": ("pass", "PASSED"),
