@@ -1,0 +1,63 @@
+"""pytest plugin: put the RVV codegen scan into the result record of every RISC-V case.
+
+For a test whose run went to ``qemu-rvv`` or ``firesim`` (both run IREE's riscv64 build of the
+case's program), the record's ``detail['codegen_scan']`` gets, per dispatch, the
+``vfredusum`` / ``vfredosum`` counts and whether seed 004's hang signature appears
+(hardware/qemu_rvv/scan.py), whatever the verdict. The compile is the cached one the run used,
+so this costs a cache lookup. Register with ``pytest_plugins.append("hardware.qemu_rvv.report_plugin")``.
+"""
+from __future__ import annotations
+
+import pytest
+
+RISCV_BACKENDS = ("qemu-rvv", "firesim")
+
+
+def codegen_scan_for(case) -> list[dict]:
+    from hardware.iree_common import riscv
+    from hardware.iree_common.program import program_for, program_module
+    from hardware.qemu_rvv import build, scan
+    if program_module(case.op) is None:
+        return []
+    variant = case.params.get("variant") or riscv.BASELINE_VARIANT
+    if variant not in riscv.VARIANTS:
+        return []
+    compiled = build.compile_riscv(program_for(case), variant, name=case.id)
+    return scan.scan_dir(compiled.dir / "dump")
+
+
+def add_scan(record: dict) -> None:
+    if record.get("backend") not in RISCV_BACKENDS or not record.get("runs"):
+        return
+    if "codegen_scan" in record.get("detail", {}):
+        return
+    from golden.case import Case
+    try:
+        case = Case.from_json(record["runs"][0]["case"])
+        scans = codegen_scan_for(case)
+    except Exception as exc:          # a compile error is already the verdict; say why no scan
+        record.setdefault("detail", {})["codegen_scan_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        return
+    record.setdefault("detail", {})["codegen_scan"] = scans
+
+
+def accel_regress_record(item, record):
+    add_scan(record)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_accel_regress_record(item, record):
+    add_scan(record)
+
+
+# pytest calls only hook implementations named pytest_*; until the core's record hook is
+# reachable under such a name, the record is also completed here: this wrapper is outside the
+# core's (tryfirst), so at teardown the core has already put the record into user_properties.
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "teardown":
+        for key, value in report.user_properties:
+            if key == "accel_regress" and isinstance(value, dict):
+                add_scan(value)
+    return report
