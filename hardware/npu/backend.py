@@ -45,23 +45,26 @@ class NpuBackend(Backend):
     name = "npu"
     kind = "hardware"
     description = "AMD NPU (npu1 Phoenix, npu4 Strix, npu5 Strix Halo, npu6 Krackan) via pyxrt; IRON or prebuilt xclbins"
-    device_resource = "npu"      # the isolation layer locks one NPU per worker
+    device_resource = device.RESOURCE      # --devices locks one NPU per pytest process
 
     def __init__(self):
         self._described: dict[int, dict] = {}
 
     # --- availability ------------------------------------------------------------------------
     def availability(self) -> Optional[str]:
-        index = device.device_index()
+        try:
+            index = device.device_index()
+        except device.NotChosen:
+            index = None          # the run opens the NPU this process is given, and says if it fails
         try:
             importlib.import_module("pyxrt")
         except Exception as exc:
-            node = device.device_node(index)
+            node = device.device_node(index or 0)
             where = f"{node} exists" if node.exists() else f"and there is no device node {node}"
             return (f"pyxrt is not importable ({type(exc).__name__}: {exc}): XRT's Python bindings ship "
                     f"with XRT, not PyPI; install XRT and the amdxdna driver (xdna-driver) and run "
                     f"`source /opt/xilinx/xrt/setup.sh`; {where}")
-        return device.open_error(index)
+        return None if index is None else device.open_error(index)
 
     def mode(self) -> str:
         mode = os.environ.get(MODE_ENV, "auto").strip() or "auto"
@@ -104,7 +107,10 @@ class NpuBackend(Backend):
 
     # --- facts -------------------------------------------------------------------------------
     def versions(self) -> dict[str, str]:
-        index = device.device_index()
+        try:
+            index = device.device_index()
+        except device.NotChosen as exc:
+            return {"python": platform.python_version(), "npu_device": f"not chosen yet ({exc})"}
         if index not in self._described:
             info = {"python": platform.python_version(), "npu_device_index": str(index)}
             try:
@@ -181,10 +187,9 @@ class NpuBackend(Backend):
         """After a HANG: drop contexts, kernels and IRON's device manager, then reopen the device."""
         xrt_runner.forget()
         iron_runner.reset()
-        index = device.device_index()
-        device.release(index)
-        self._described.pop(index, None)
+        device.release()
+        self._described.clear()
         try:
-            device.acquire(index)
+            device.acquire()
         except Exception:
             pass            # the next run's acquire reports why the device did not come back

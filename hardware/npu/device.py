@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+RESOURCE = "npu"          # NpuBackend.device_resource: the pool --devices locks
 OPEN_RETRIES = 5
 _BACKOFF_S = 1.0          # attempt i waits i * _BACKOFF_S, as mlir-aie does
 
@@ -49,17 +50,28 @@ def device_node(index: int) -> Path:
     return Path(f"/dev/accel/accel{index}")
 
 
+class NotChosen(RuntimeError):
+    """--devices is on and this process holds no NPU lock yet: no device may be touched."""
+
+
 def device_index() -> int:
-    """Which NPU this process drives: the one the device lock gave it, else 0."""
+    """Which NPU this process drives: the one --devices gave the run (the isolated worker's
+    $ACCEL_DEVICE_NPU), the one this pytest process holds the lock of, else $ACCEL_NPU_DEVICE / 0.
+    Raises NotChosen while locking is on but no lock is held yet (an xdist controller, or a worker
+    before its first run): taking one here would starve the workers."""
     try:
-        from hardware import devices  # the isolation layer's per-worker device assignment
-        assigned = getattr(devices, "assigned", None)
-        if callable(assigned):
-            value = assigned("npu")
-            if value is not None:
-                return int(value)
+        from hardware import devices, runner
     except ImportError:
-        pass
+        devices = runner = None
+    value = devices.assigned(RESOURCE) if devices is not None and hasattr(devices, "assigned") else None
+    locks = getattr(runner, "devices", None)
+    if value is None and locks is not None and locks.ids_for(RESOURCE, "npu") is not None:
+        held = getattr(locks, "held", {}).get(RESOURCE)
+        if held is None:
+            raise NotChosen("--devices is set and this process holds no NPU lock yet")
+        value = held[0]
+    if value is not None:
+        return int(value)
     return int(os.environ.get("ACCEL_NPU_DEVICE", "0") or 0)
 
 

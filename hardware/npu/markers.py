@@ -40,9 +40,15 @@ def unsupported_reason(item) -> str | None:
     name = callspec.params.get("hw") if callspec else None
     if marker is None or name is None or registry.availability(name) is not None:
         return None
-    kind_of = getattr(registry.get(name), "device_kind", None)
+    backend = registry.get(name)
+    kind_of = getattr(backend, "device_kind", None)
     if not callable(kind_of):
         return None
+    from hardware import runner
+    if runner.devices is not None:
+        # This process runs tests: take its device lock now (the run would take the same one),
+        # so that the kind asked about is the kind of the NPU the test will run on.
+        runner.devices.acquire(backend.device_resource, name)
     kinds = [str(k) for k in marker.args]
     kind = kind_of()
     if kind in kinds:
