@@ -148,6 +148,11 @@ def _on_stop_signal(signum, frame):
     raise KeyboardInterrupt(_stop_reason)
 
 
+def pytest_keyboard_interrupt(excinfo):
+    global _stop_reason
+    _stop_reason = _stop_reason or "SIGINT"
+
+
 def _install_stop_handlers(config) -> None:
     global _stop_reason
     _stop_reason = None

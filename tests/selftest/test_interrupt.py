@@ -1,0 +1,65 @@
+"""A session stopped midway (SIGTERM, SIGINT, --session-timeout) still leaves a valid results.json
+listing the cases that finished, with the case that was running marked INTERRUPTED, and no
+isolated worker outlives it."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hardware import results
+from test_isolation import SMALL_TEST, _args, suite  # noqa: F401  (suite is a fixture)
+
+pytest_plugins = ["pytester"]
+
+KINDS = ["ok_a", "ok_b", "hang_here", "ok_c"]
+
+
+def _gone(pid: int, wait_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "session-timeout"])
+def test_stopped_session_leaves_valid_results(suite, how):
+    suite.makepyfile(test_small=SMALL_TEST.format(kinds=KINDS))
+    marker = suite.path / "running.pid"     # the fault writes its pid here, then hangs
+    extra = ["--session-timeout", "20"] if how == "session-timeout" else []
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *_args("--case-timeout", "120", *extra)],
+                            cwd=suite.path, env=dict(os.environ, ISO_MARKER=str(marker)),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists():
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the hanging case never started"
+            time.sleep(0.1)
+        worker_pid = int(marker.read_text())
+        if how != "session-timeout":
+            proc.send_signal(getattr(signal, how))
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, out.decode()[-3000:]
+    data = results.load(suite.path / "reports" / "results.json")
+    reason = {"SIGTERM": "SIGTERM", "SIGINT": "SIGINT", "session-timeout": "session timeout after 20 s"}[how]
+    assert data["session"]["interrupted"] is True and reason in data["session"]["stop_reason"], data["session"]
+    verdicts = {c["test"]: c["verdict"] for c in data["cases"]}
+    assert verdicts == {"test_gemm[emu-ok_a]": "PASS", "test_gemm[emu-ok_b]": "PASS",
+                        "test_gemm[emu-hang_here]": "INTERRUPTED"}, verdicts
+    hung = next(c for c in data["cases"] if c["verdict"] == "INTERRUPTED")
+    assert reason in hung["message"] and hung["backend"] == "emu" and hung["family"] == "gemm_partition_n"
+    lines = [json.loads(x) for x in (suite.path / "reports" / "results.jsonl").read_text().splitlines()]
+    assert sum("nodeid" in x for x in lines) == 3
+    assert _gone(worker_pid), f"isolated worker {worker_pid} outlived the session"
