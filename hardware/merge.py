@@ -139,7 +139,10 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
                "started": min((s["started"] for s in sources if s["started"]), default=None),
                "finished": max((s["finished"] for s in sources if s["finished"]), default=None),
                "host": ", ".join(sorted({s["host"] for s in sources if s["host"]}))}
-    merged = results.build(session, backends, cases)
+    # Not results.build: that keeps one case per node id, and here one node id runs on many devices.
+    merged = {"schema": results.SCHEMA, "schema_version": results.SCHEMA_VERSION, "session": session,
+              "backends": backends, "cases": cases,
+              "summary": results.summarize({**c, "backend": c["device"]} for c in cases)}  # by device
     return merged, notes
 
 

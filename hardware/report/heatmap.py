@@ -95,7 +95,7 @@ def render(ratio: np.ndarray, png: Path, *, title: str, subtitle: str = "", shap
 
     rows, cols = shape or [ratio.shape[0] * block[0], ratio.shape[1] * block[1]]
     width = 9.0
-    height = min(7.0, max(2.4, width * 0.75 * ratio.shape[0] / max(ratio.shape[1], 1) + 1.6))
+    height = min(7.0, max(3.0, width * 0.75 * ratio.shape[0] / max(ratio.shape[1], 1) + 1.6))
     fig = Figure(figsize=(width, height), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
     cmap = colors.ListedColormap(COLORS)
@@ -105,12 +105,14 @@ def render(ratio: np.ndarray, png: Path, *, title: str, subtitle: str = "", shap
     ax.set_xlabel("column" + (f" (blocks of {block[1]}, max shown)" if block[1] > 1 else ""))
     ax.set_ylabel("row" + (f" (blocks of {block[0]})" if block[0] > 1 else ""))
     ax.set_title(title, fontsize=9, loc="left")
+    ax.set_title("colour: |got - expected| / allowed\nabove 1 (yellow to dark red): over tolerance",
+                 fontsize=7, loc="right", color="#444444")
     if subtitle:
         fig.text(0.01, 0.01, subtitle[:160], fontsize=8, ha="left", va="bottom")
     ticks = [1e-3, 1e-2, 0.1, 0.5, 1.0, 2.0, 10.0, 100.0]
     bar = fig.colorbar(im, ax=ax, ticks=ticks, fraction=0.05)
     bar.ax.set_yticklabels(["0.001", "0.01", "0.1", "0.5", "1", "2", "10", "100"], fontsize=7)
-    bar.set_label("|got - expected| / allowed   (>1: over tolerance)", fontsize=8)
+    bar.set_label("|got - expected| / allowed", fontsize=8)
     fig.subplots_adjust(left=0.08, right=0.92, top=0.84, bottom=0.2)
     png.parent.mkdir(parents=True, exist_ok=True)
     tmp = png.with_name(f".{png.name}.tmp.png")

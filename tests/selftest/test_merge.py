@@ -1,0 +1,79 @@
+"""Merging the results of several runners into one test x device matrix."""
+import json
+
+import pytest
+
+from hardware import merge, results
+from hardware.report.tables import Model
+
+
+def _case(test, backend, verdict, versions=None):
+    return {"nodeid": f"tests/test_gemm_partition_n.py::{test}[{backend}-M64-P4]", "test": test, "backend": backend,
+            "family": "gemm_partition_n", "verdict": verdict, "stage": "compare", "message": "", "duration_s": 0.2,
+            "runs": [], "census": [], "detail": {}, "versions": versions or {}}
+
+
+def _runner(tmp_path, name, host, backend, verdicts, device=None):
+    versions = {"xrt": "2.19", "device": device} if device else {}
+    data = results.build({"host": host, "hw": [backend], "started": "2026-11-21T07:00:00", "interrupted": False},
+                         {backend: {"selected": True, "available": True, "kind": "hardware", "versions": versions}},
+                         [_case(t, backend, v, versions) for t, v in verdicts.items()])
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("nodeid, backend, key", [
+    ("t.py::test_p[npu-M64-P4]", "npu", "t.py::test_p[M64-P4]"),
+    ("t.py::test_p[M64-P4-npu]", "npu", "t.py::test_p[M64-P4]"),
+    ("t.py::test_p[M64-iree-amd-aie-C1]", "iree-amd-aie", "t.py::test_p[M64-C1]"),
+    ("t.py::test_p[emu]", "emu", "t.py::test_p"),
+    ("t.py::test_p[a2a3sim-x]", "a2a3", "t.py::test_p[a2a3sim-x]"),       # a2a3 is not a2a3sim
+    ("t.py::test_p", "emu", "t.py::test_p"),
+])
+def test_test_key_drops_only_the_backend(nodeid, backend, key):
+    assert merge.test_key(nodeid, backend) == key
+
+
+@pytest.mark.parametrize("raw, name", [("NPU Phoenix", "Phoenix"), ("npu1", "Phoenix"), ("NPU Strix Halo", "Strix Halo"),
+                                       ("NPU Strix", "Strix"), ("npu6", "Krackan"), ("RyzenAI-npu4", None)])
+def test_device_names(raw, name):
+    assert merge.device_name(raw) == name
+
+
+def test_two_runners_make_one_matrix(tmp_path, capsys):
+    phoenix = _runner(tmp_path, "phoenix.json", "box-1", "npu",
+                      {"test_forward": "PASS", "test_partition": "XFAIL"}, device="NPU Phoenix")
+    krackan = _runner(tmp_path, "krackan.json", "box-2", "npu",
+                      {"test_forward": "PASS", "test_partition": "FAIL"}, device="npu6")
+    out = tmp_path / "merged" / "results.json"
+    assert merge.main([str(phoenix), str(krackan), "-o", str(out)]) == 0
+    assert "merged 2 file(s): 4 cases on npu/Krackan, npu/Phoenix" in capsys.readouterr().out
+    data = results.load(out)                       # a results.json like any other
+    m = Model(data)
+    assert m.devices == ["npu/Krackan", "npu/Phoenix"]
+    assert {k: {d: c["verdict"] for d, c in row.items()} for k, row in m.grid.items()} == {
+        "tests/test_gemm_partition_n.py::test_forward[M64-P4]": {"npu/Phoenix": "PASS", "npu/Krackan": "PASS"},
+        "tests/test_gemm_partition_n.py::test_partition[M64-P4]": {"npu/Phoenix": "XFAIL", "npu/Krackan": "FAIL"},
+    }
+    assert [s["host"] for s in data["session"]["merged_from"]] == ["box-1", "box-2"]
+
+
+def test_labels_and_duplicates(tmp_path, capsys):
+    a = _runner(tmp_path, "a.json", "box-1", "firesim", {"test_x": "PASS"})
+    b = _runner(tmp_path, "b.json", "box-2", "firesim", {"test_x": "HANG"})
+    out = tmp_path / "m.json"
+    assert merge.main([f"FireSim={a}", f"FireSim={b}", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "in both" in text and "keeping the worse" in text
+    (case,) = results.load(out)["cases"]
+    assert case["device"] == "FireSim" and case["verdict"] == "HANG"
+
+
+def test_a_bad_input_is_named(tmp_path, capsys):
+    good = _runner(tmp_path, "a.json", "box-1", "npu", {"test_x": "PASS"})
+    bad = tmp_path / "b.json"
+    bad.write_text('{"schema": "accel-regress/results", "schema_version": 7, "cases": []}')
+    assert merge.main([str(good), str(bad), "-o", str(tmp_path / "m.json")]) == 2
+    assert f"{bad}: schema_version 7, this tool reads 1" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
