@@ -39,7 +39,16 @@ VARIANTS = {v.name: v for v in (
 )}
 
 
+# Seed 004's spellings of the same builds.
+ALIASES = {"+v": "v", "-v": "novec", "+v,+zvl512b": "v-zvl512b"}
+
+
+def canonical(name: str) -> str:
+    return ALIASES.get(name, name)
+
+
 def variant(name: str) -> Variant:
+    name = canonical(name)
     if name not in VARIANTS:
         raise ValueError(f"unknown RISC-V variant {name!r}; known: {', '.join(VARIANTS)}")
     return VARIANTS[name]
@@ -48,6 +57,7 @@ def variant(name: str) -> Variant:
 def check_vlen(name: str, vlen: int) -> Optional[str]:
     """None when ``vlen`` is one this variant's code may run at; else why not."""
     v = variant(name)
+    name = v.name
     if vlen not in VLENS:
         return f"VLEN {vlen} is not one of {VLENS}"
     if vlen < v.min_vlen:

@@ -92,7 +92,7 @@ class QemuRvvBackend(Backend):
 
     def _variant_vlen(self, case: Case) -> tuple[str, int]:
         p = case.params if hasattr(case.params, "get") else {}
-        return p.get("variant") or riscv.BASELINE_VARIANT, int(p.get("vlen") or riscv.BASELINE_VLEN)
+        return riscv.canonical(p.get("variant") or riscv.BASELINE_VARIANT), int(p.get("vlen") or riscv.BASELINE_VLEN)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported(case)

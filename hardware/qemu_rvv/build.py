@@ -11,7 +11,10 @@ Contract:
   (hardware/iree_common/compiler.py).
 - ``inputs`` (name -> numpy array, the names of the program's inputs) are embedded in the
   executable (``.incbin``): the binary needs no file system, so the same build serves
-  qemu-user and a FireSim boot binary.
+  qemu-user and a FireSim boot binary. Pass the inputs the run was given. When ``inputs`` is
+  None they are regenerated from the case by the golden module of its operator (the module
+  whose ``OP`` is ``case.op`` and that has ``make_inputs(case)``; inputs depend only on the case
+  and its seed, so this gives the same bytes the test drew).
 - ``uart_outputs=True`` defines ACCEL_UART_OUTPUTS: every output is printed on stdout as an
   ``[out]`` line (protocol: harness/harness.c, reader: hardware/qemu_rvv/protocol.py);
   False: outputs go to ``<argv[1]>/<name>.bin``.
@@ -169,13 +172,29 @@ def build_key(compiled: compiler.Compiled, inputs: Mapping[str, np.ndarray], uar
     return h.hexdigest()
 
 
-def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool, *,
-                  inputs: Mapping[str, np.ndarray], iterations: int = 1, rdcycle: bool = False,
+def inputs_for(case: Case) -> dict[str, np.ndarray]:
+    """The case's inputs from the golden module of its operator (see the module docstring)."""
+    import importlib
+    import pkgutil
+    import golden
+    for info in pkgutil.iter_modules(golden.__path__):
+        module = importlib.import_module(f"golden.{info.name}")
+        if getattr(module, "OP", None) == case.op and callable(getattr(module, "make_inputs", None)):
+            return module.make_inputs(case)
+    raise CompileError(f"build_harness was given no inputs and no golden module generates inputs for "
+                       f"{case.op!r}; pass inputs=", stage="build")
+
+
+def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, *,
+                  inputs: Optional[Mapping[str, np.ndarray]] = None, iterations: int = 1, rdcycle: bool = False,
                   program: Optional[Program] = None) -> Path:
     """See the module docstring. Returns ``<out_dir>/harness``."""
     reason = toolchain_missing()
     if reason:
         raise CompileError(reason, stage="build", detail={"diagnostic": reason})
+    if inputs is None:
+        inputs = inputs_for(case)
+    variant = riscv.canonical(variant)
     program = program or program_for(case)
     missing = [n for n in program.inputs if n not in inputs]
     if missing:
@@ -198,6 +217,7 @@ def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool, *,
 def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *, uart_outputs: bool = True,
                    iterations: int = 1, rdcycle: bool = False, root: Optional[Path] = None) -> tuple[Path, compiler.Compiled]:
     """``build_harness`` into ``<cache>/qemu-rvv/<key>/`` unless that build exists already."""
+    variant = riscv.canonical(variant)
     program = program_for(case)
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}")
     key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle)

@@ -122,3 +122,13 @@ def test_build_without_inputs_is_refused(backend, tmp_path):
     case = R.make_case("row_sum", (4, 7))
     with pytest.raises(CompileError, match="inputs lack x"):
         build.build_harness(case, "v", tmp_path, uart_outputs=True, inputs={})
+
+
+def test_build_without_inputs_regenerates_the_same_inputs(backend, tmp_path):
+    """FireSim calls build_harness(case, variant, out_dir, uart_outputs=True) without inputs."""
+    case = R.make_case("row_sum", (4, 7), "+v")
+    exe = build.build_harness(case, "+v", tmp_path, True)
+    proc = subprocess.run(["qemu-riscv64-static", "-cpu", "rv64,v=true,vlen=256,elen=64,vext_spec=v1.0", str(exe)],
+                          capture_output=True, text=True, timeout=60)
+    got = protocol.parse(proc.stdout).outputs["sum"]
+    assert np.array_equal(got, backend.run(case, R.make_inputs(case))["sum"])

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Seed 004, standalone: the f32-reduction micro-test sweep, printed as the seed's table.
+
+    python repros/f32_reduction_hang.py --hw emu|qemu-rvv|firesim|iree-cpu [--fault NAME]
+        [--variants v,novec] [--vlen 256] [--golden-seed N]
+
+One row per micro-test and flag variant: test, variant, verdict (PASS, FAIL, HANG, CRASH,
+COMPILE_ERROR, SKIP), cycles (summed [dc] cycles where the backend reports them; host ticks under
+qemu-user) or wall time,
+and a note (where it hung or crashed, how far off it was, or the dispatch's RVV reductions and
+whether seed 004's codegen signature is in it). Exit 0 when every test passed, 1 when any
+failed, hung or crashed, 2 when nothing could run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from golden import reductions as R  # noqa: E402
+from golden.compare import census  # noqa: E402
+from hardware import registry  # noqa: E402
+from hardware.runner import run_case  # noqa: E402
+
+# The seed's micro-tests (mt_*) and the kind and shape each one is here.
+MICROTESTS = [
+    ("mt_rsqrt_64xf32", "rsqrt"), ("mt_sqrt_64xf32", "sqrt"), ("mt_erf_64xf32", "erf"),
+    ("mt_cvt_64", "cvt"), ("mt_divf_vv_64", "divide"),
+    ("mt_bmm_4x64x64", "bmm"), ("mt_matmul_64x128", "matmul"), ("mt_softmax_64x64", "softmax"),
+    ("mt_vit_d1_layernorm", "layernorm"), ("mt_rmsnorm_64x128", "rmsnorm"), ("mt_rowsum_64x128", "row_sum"),
+    ("mt_meanvar_64x128", "mean_var"), ("mt_mm_i8_64x128", "i8_matmul"),
+]
+
+
+def _note_scan(backend) -> str:
+    rep = getattr(backend, "last_report", None) or getattr(backend, "last_record", None) or {}
+    scans = rep.get("codegen_scan") or []
+    if not scans:
+        return ""
+    redo = sum(d["vfredosum"] for d in scans)
+    redu = sum(d["vfredusum"] for d in scans)
+    sig = [d["function"] for d in scans if d["signature"]]
+    text = f"vfredosum={redo} vfredusum={redu}"
+    return text + (f"; seed-004 signature in {', '.join(sig)}" if sig else "")
+
+
+def _cycles(hw: str, backend) -> str:
+    """Summed [dc] cycles. Under qemu-user, rdcycle reads the host's time-stamp counter, so
+    qemu-rvv's numbers are host ticks (comparable on one machine), not RISC-V cycles."""
+    rep = getattr(backend, "last_report", None) or getattr(backend, "last_record", None) or {}
+    cyc = rep.get("cycles")
+    return f"{cyc} {'ticks' if hw == 'qemu-rvv' else 'cyc'}" if cyc else ""
+
+
+def run_one(hw: str, name: str, kind: str, variant: str, vlen: int, fault, seed: int) -> dict:
+    case = R.make_case(kind, R.SEED_SHAPES[kind], variant, vlen, seed)
+    inputs = R.make_inputs(case)
+    backend = registry.get(hw)
+    if hasattr(backend, "last_report"):
+        backend.last_report = {}
+    run = run_case(hw, case, inputs, fault=fault)
+    row = {"test": name, "variant": variant, "verdict": run.verdict, "time": f"{run.duration_s:.2f} s", "note": ""}
+    if run.verdict is None:
+        ref = R.reference(case, inputs)
+        tol = R.tolerance(case, inputs, ref)
+        bad = [c for c in (census(run.outputs[n], ref[n], tol=tol[n], name=n) for n in ref) if not c.ok]
+        row["verdict"] = "FAIL" if bad else "PASS"
+        row["note"] = "; ".join(f"{c.name}: {c.over_tolerance}/{c.elements} over tolerance ({c.where()})"
+                                if not c.shape_error else c.shape_error for c in bad)
+    elif run.verdict == "SKIP":
+        row["note"] = run.skip
+    else:
+        row["note"] = run.error.message.splitlines()[0][:160]
+    cyc = _cycles(hw, backend)
+    if cyc:
+        row["time"] = cyc
+    scan = _note_scan(backend)
+    if scan:
+        row["note"] = (row["note"] + "; " if row["note"] else "") + scan
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hw", default="emu", help="backend: emu, qemu-rvv, firesim, iree-cpu (default emu)")
+    ap.add_argument("--fault", default=None, help="built-in fault (saturn-f32-reduction-hang) or FILE.py:NAME")
+    ap.add_argument("--variants", default="v,novec", help="RISC-V flag variants, comma separated (default v,novec)")
+    ap.add_argument("--vlen", type=int, default=256)
+    ap.add_argument("--golden-seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    if args.hw not in registry.KNOWN:
+        print(f"unknown backend {args.hw!r}; known: {', '.join(registry.KNOWN)}", file=sys.stderr)
+        return 2
+    reason = registry.availability(args.hw)
+    if reason:
+        print(f"{args.hw} is not available here: {reason}")
+        return 2
+    if args.fault:
+        from hardware import faults
+        try:
+            faults.load(args.fault)
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if args.hw == "iree-cpu":
+        variants = variants[:1]
+    print(f"seed 004 micro-test sweep on {args.hw}" + (f" with fault {args.fault}" if args.fault else "")
+          + f", VLEN {args.vlen}")
+    rows = []
+    for name, kind in MICROTESTS:
+        for variant in variants:
+            vlen = max(args.vlen, 512) if variant == "v-zvl512b" else args.vlen
+            rows.append(run_one(args.hw, name, kind, variant if args.hw != "iree-cpu" else "v", vlen,
+                                args.fault, args.golden_seed))
+    widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in ("test", "variant", "verdict", "time")}
+    head = "  ".join(k.ljust(widths[k]) for k in ("test", "variant", "verdict", "time")) + "  note"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print("  ".join(str(r[k]).ljust(widths[k]) for k in ("test", "variant", "verdict", "time")) + "  " + r["note"])
+    verdicts = [r["verdict"] for r in rows]
+    if all(v == "SKIP" for v in verdicts):
+        return 2
+    bad = [r for r in rows if r["verdict"] not in ("PASS", "SKIP")]
+    print(f"\n{len(rows) - len(bad)} of {len(rows)} passed or skipped; "
+          + (", ".join(f"{r['test']}/{r['variant']} {r['verdict']}" for r in bad) if bad else "nothing wrong"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
