@@ -40,7 +40,7 @@ from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash, Hang, Unsupported, VerdictError
 from hardware.firesim import config as fs_config
-from hardware.firesim import manager, results, uart, workload
+from hardware.firesim import bootbin, manager, results, uart, workload
 from hardware.firesim.classify import Classification, classify_files, describe_dispatch
 
 OPS = ("f32_reduction",)
@@ -169,6 +169,9 @@ class FireSimBackend(Backend):
             boot = Path(build(case, variant, work / "build", uart_outputs=True))
             if not boot.is_file():
                 raise Crash(f"build_harness returned {boot}, which is not a file", stage="build")
+            reason = bootbin.unbootable_reason(boot)
+            if reason is not None:
+                raise Unsupported(reason)
             wl = workload.build(s.deploy_dir, name, boot, s.rootfs)
             cfg_path = work / "config_runtime.yaml"
             try:

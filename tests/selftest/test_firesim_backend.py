@@ -237,3 +237,32 @@ def test_bad_runtime_config_is_named(env, deploy):
 def test_settings_errors_are_unsupported_at_run(env):
     with pytest.raises(Unsupported, match="ACCEL_FIRESIM_MAX_CYCLES"):
         run(env, {}, ACCEL_FIRESIM_MAX_CYCLES="lots")
+
+
+def _elf(path, vaddr, machine=243):
+    import struct
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    struct.pack_into("<HHI", header, 16, 2, machine, 1)
+    struct.pack_into("<QQQ", header, 24, vaddr, 64, 0)          # entry, phoff, shoff
+    struct.pack_into("<HHH", header, 52, 64, 56, 1)             # ehsize, phentsize, phnum
+    phdr = struct.pack("<IIQQQQQQ", 1, 5, 0, vaddr, vaddr, 0x100, 0x100, 0x1000)
+    path.write_bytes(bytes(header) + phdr)
+    return path
+
+
+def test_boot_binary_check(tmp_path):
+    from hardware.firesim.bootbin import unbootable_reason
+    assert unbootable_reason(_elf(tmp_path / "bare.elf", 0x8000_0000)) is None
+    assert "Linux user-mode executable" in unbootable_reason(_elf(tmp_path / "user.elf", 0x10000))
+    assert "not RISC-V" in unbootable_reason(_elf(tmp_path / "x86.elf", 0x8000_0000, machine=62))
+    assert unbootable_reason(tmp_path / "missing.elf").endswith("No such file or directory")
+    (tmp_path / "spec").write_bytes(b"#STANDIN-FIRESIM{}")
+    assert unbootable_reason(tmp_path / "spec") is None
+
+
+def test_a_user_mode_harness_is_refused_before_any_run(env, deploy, tmp_path):
+    user = _elf(tmp_path / "user.elf", 0x10000)
+    with pytest.raises(Unsupported, match="FireSim cannot boot"):
+        run(env, user.read_bytes())
+    assert not (deploy / "results-workload").exists()
