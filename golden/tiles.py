@@ -258,6 +258,9 @@ def tile_findings(got: np.ndarray, ref: np.ndarray, tol: np.ndarray, cfg: TileCo
     if not bad.any():
         lines.append(f"valid region is right: {n_valid} / {n_valid} elements within tolerance")
     lines.append(padded_region_report(got, cfg)[1])
+    if not np.isfinite(pad_value(cfg.pad, cfg.dtype)):
+        lines.append(f"(the census above shows the pad value {pad_value(cfg.pad, cfg.dtype):g} as "
+                     f"{np.copysign(INF_STANDIN, pad_value(cfg.pad, cfg.dtype)):g})")
     return lines
 
 
@@ -273,10 +276,28 @@ class TileMismatch(Mismatch):
         return self.args[0]
 
 
+# golden.compare.census gives an element an allowance of atol + rtol*|expected| + tol, and with
+# rtol = 0 and an infinite expected value 0*inf is NaN, which nothing exceeds: a wrong element
+# in a +-inf padded region would pass. Until compare.py treats an infinite expected value as
+# matched only by the same infinity, the tile census sees the infinities as this finite stand-in
+# (far beyond every finite f32/f16/bf16 value; its square still fits a float64 for Pearson).
+INF_STANDIN = 2.0 ** 200
+
+
+def _census_view(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, np.float64, copy=True)
+    a[a == np.inf] = INF_STANDIN
+    a[a == -np.inf] = -INF_STANDIN
+    return a
+
+
 def assert_tile_close(got: np.ndarray, ref: np.ndarray, cfg: TileConfig, name: str = "out") -> Census:
-    """The whole tile against the reference, with the tile census when it is not close."""
+    """The whole tile against the reference, with the tile census when it is not close.
+
+    Infinite pad values appear in the census as +-2**200 (see INF_STANDIN)."""
     tol = tolerance_for(ref, cfg)
-    c = census(got, ref, tol=tol, name=name)
+    g = np.asarray(got)
+    c = census(_census_view(g) if g.shape == ref.shape else g, _census_view(ref), tol=tol, name=name)
     if not c.ok:
         findings = [] if c.shape_error else tile_findings(got, ref, tol, cfg)
         raise TileMismatch(c, findings)
@@ -301,11 +322,16 @@ def seed_configs() -> list[TileConfig]:
 
 
 def sweep_configs() -> list[TileConfig]:
+    """Every dtype x pad x variant over the shapes; the two edge shapes (1-row, valid_row = 0) in
+    f32 only, and memory reuse off only in the seed cases, to keep the default run small."""
     out = []
     for dtype in DTYPES:
+        shapes = SWEEP_SHAPES if dtype == "f32" else SWEEP_SHAPES[:3]
         for pad in PADS:
-            for rows, cols, vr, vc in SWEEP_SHAPES:
+            for rows, cols, vr, vc in shapes:
                 for var, reuse in VARIANT_SETS:
+                    if var == "fused" and not reuse:
+                        continue
                     out.append(TileConfig(rows, cols, vr, vc, dtype, pad, var, reuse))
     return out
 

@@ -106,4 +106,5 @@ def test_ptoas_codegen_lint(pto_cpp):
     from hardware.pypto import lint
     findings, files = lint.lint_paths([pto_cpp])
     assert files, f"--pto-cpp {pto_cpp}: no .cpp files found"
-    assert not findings, "\n".join(f.describe() for f in findings)
+    if findings:
+        raise AssertionError("\n".join(f.describe() for f in findings))

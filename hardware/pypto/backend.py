@@ -205,7 +205,9 @@ class PyptoBackend(Backend):
         out_file = actual / "out.npy"
         if not out_file.is_file():
             if stage == "compile":
-                raise CompileError(f"{self.platform}: pypto compile failed (exit {rc})", detail=detail)
+                diag = _last_error_line(log)
+                detail["diagnostic"] = diag
+                raise CompileError(f"{self.platform}: pypto compile failed (exit {rc}): {diag}", detail=detail)
             if rc == 0:
                 raise Crash(f"{self.platform}: the program exited 0 but wrote no output (no validate stage ran)",
                             detail=detail)
@@ -314,18 +316,22 @@ def _run(argv, env, cwd: Path, timeout_s: float) -> tuple[str, int, float, bool]
     return text, rc, time.monotonic() - start, timed_out
 
 
+def _last_error_line(log: str) -> str:
+    """The last non-blank line of the log that is not a traceback frame: the error itself."""
+    lines = [l.strip() for l in log.splitlines() if l.strip()]
+    for line in reversed(lines):
+        if not line.startswith(("File ", "^", "[RUN]", "~")):
+            return line[:500]
+    return "no diagnostic printed"
+
+
 def _last_stage(log: str) -> Optional[str]:
-    """The harness prints "[RUN] <stage> ..." on entry and "[RUN] <stage> done (..s)" on exit
-    (pypto-lib golden/runner.py _Stage); the last stage entered and not left is where it died."""
-    open_stage = None
+    """The harness prints "[RUN] <stage> ..." on entering a stage (pypto-lib golden/runner.py
+    _Stage) and "[RUN] <stage> done" on leaving it, also when the stage raised; so the stage a
+    failed run died in is the last one entered."""
+    stage = None
     for line in log.splitlines():
         line = line.strip()
-        if not line.startswith("[RUN] "):
-            continue
-        body = line[6:]
-        if body.endswith(" ..."):
-            open_stage = body[:-4]
-        elif " done (" in body and open_stage and body.startswith(open_stage):
-            open_stage = None
-    return open_stage
-
+        if line.startswith("[RUN] ") and line.endswith(" ..."):
+            stage = line[6:-4]
+    return stage
