@@ -9,7 +9,6 @@ the pytest process before it kills a hung worker).
 from __future__ import annotations
 
 import faulthandler
-import gc
 import os
 import signal
 import socket
@@ -62,8 +61,8 @@ def _run(msg: dict) -> dict:
         return {"exception": f"SystemExit({exc.code!r}) (the run called sys.exit)",
                 "traceback": traceback.format_exc(limit=8)}
     finally:
+        # Reference counting frees the arrays now; no gc.collect() (it costs ~0.2 s with torch loaded).
         del inputs
-        gc.collect()
 
 
 def _reset(msg: dict) -> dict:
