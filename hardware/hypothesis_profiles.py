@@ -1,0 +1,45 @@
+"""Hypothesis profiles for the property-based tests, registered when the pytest plugin loads (before
+hypothesis reads ``--hypothesis-profile``).
+
+``accel-ci``: what every default run uses: a fixed, small number of examples drawn from a fixed
+    seed (derandomize), no example database (nothing is written into the tree), no deadline (a
+    compile takes what it takes). The same shapes every run, on every machine.
+``explore``: ``pytest --hypothesis-profile explore``, for long runs on hardware: many examples,
+    fresh ones each run, failures kept in a database outside the tree ($ACCEL_HYPOTHESIS_DB or
+    ~/.cache/accel-regress/hypothesis) so the next run tries them first.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+CI = "accel-ci"
+EXPLORE = "explore"
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+settings.register_profile(CI, max_examples=25, derandomize=True, database=None, deadline=None,
+                          print_blob=False, suppress_health_check=_SLOW_OK)
+
+
+def _explore_db() -> Path:
+    env = os.environ.get("ACCEL_HYPOTHESIS_DB")
+    return Path(env) if env else Path.home() / ".cache" / "accel-regress" / "hypothesis"
+
+
+settings.register_profile(EXPLORE, max_examples=400, derandomize=False,
+                          database=DirectoryBasedExampleDatabase(str(_explore_db())), deadline=None,
+                          print_blob=True, suppress_health_check=_SLOW_OK)
+
+
+def active() -> settings:
+    """The settings a property test uses: the profile chosen with --hypothesis-profile, or
+    ``accel-ci`` when none was chosen (hypothesis' own default profile is randomized)."""
+    name = settings.get_current_profile_name()
+    return settings.get_profile(CI) if name == "default" else settings.get_profile(name)
+
+
+def exploring() -> bool:
+    return settings.get_current_profile_name() == EXPLORE

@@ -1,0 +1,306 @@
+"""``iree-amd-aie``: IREE with the AMD AIE compiler plugin (nod-ai/iree-amd-aie) and its XRT HAL
+driver, on an AMD NPU runner. Seed 003's stack.
+
+Compile: the plugin's ``iree-compile`` with the flags iree-amd-aie's own e2e matmul script passes
+(build_tools/ci/run_matmul_test.sh): ``--iree-hal-target-backends=amd-aie``,
+``--iree-amdaie-target-device`` (npu1_4col = Phoenix, npu4 = Strix), the lowering and tiling
+pipelines, ``--iree-amd-aie-peano-install-dir`` / ``--iree-amd-aie-install-dir``, and
+``--iree-amdaie-device-hal=xrt`` with ``--iree-hal-memoization=false
+--iree-hal-indirect-command-buffers=false``. Flags that the installed compiler does not list in
+``--help`` (older plugin builds lack the device-HAL switch) are left out rather than failing.
+Run: that build's ``iree-run-module --device=xrt`` in a subprocess with the case's bound, so a
+hung NPU run is killed and reported as HANG, a dead one as CRASH; a compiler that rejects the
+program or asserts (seed 003's two errors) is COMPILE_ERROR with its diagnostic.
+
+Configuration (environment):
+  ACCEL_IREE_AMD_AIE_INSTALL   IREE install dir built with the plugin (bin/iree-compile, bin/iree-run-module)
+  ACCEL_PEANO_INSTALL_DIR      Peano (llvm-aie) install dir (falls back to $PEANO_INSTALL_DIR)
+  ACCEL_AMDAIE_TARGET_DEVICE   npu1_4col (default), npu1, npu4, ...
+  ACCEL_AMDAIE_LOWER_TO_AIE    objectFifo (default) or air (the AIR pipeline of seed 003)
+  ACCEL_AMDAIE_TILE_PIPELINE   pack-peel (default), pack-peel-4-level-tiling, ...
+  ACCEL_AMDAIE_RUN_TIMEOUT_S   bound for one NPU run (default 120 s + 1 s per 1e9 multiply-adds)
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from golden.case import Case
+from hardware.backend import Backend
+from hardware.errors import CompileError, Crash, Hang, Unsupported
+from hardware.iree_common.program import Program, program_for, unsupported
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET_BACKEND = "amd-aie"
+DRIVER = "xrt"
+BUILD_HINT = ("build IREE with the plugin (nod-ai/iree-amd-aie README: cmake -S third_party/iree "
+              "-DIREE_CMAKE_PLUGIN_PATHS=<iree-amd-aie> -DIREE_EXTERNAL_HAL_DRIVERS=xrt ...; install) and "
+              "set ACCEL_IREE_AMD_AIE_INSTALL to the install dir")
+DIAGNOSTIC_CHARS = 20000
+COMPILE_TIMEOUT_S = 1800.0     # the AIR pipeline took minutes on 2432^3 in 2024
+
+# numpy dtype name -> IREE element type for --input=SHAPExTYPE=@file
+ELEMENT_TYPES = {"bfloat16": "bf16", "float32": "f32", "float16": "f16", "int8": "i8", "int16": "i16",
+                 "int32": "i32", "uint8": "ui8", "float64": "f64", "int64": "i64"}
+
+
+def install_dir() -> Optional[Path]:
+    env = os.environ.get("ACCEL_IREE_AMD_AIE_INSTALL")
+    return Path(env) if env else None
+
+
+def tool(name: str) -> Optional[str]:
+    """``bin/<name>`` of the plugin install; without one, whatever is on PATH (checked later)."""
+    root = install_dir()
+    if root is not None:
+        path = root / "bin" / name
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which(name)
+
+
+def peano_dir() -> Optional[str]:
+    return os.environ.get("ACCEL_PEANO_INSTALL_DIR") or os.environ.get("PEANO_INSTALL_DIR") or None
+
+
+def settings() -> dict[str, str]:
+    return {"target_device": os.environ.get("ACCEL_AMDAIE_TARGET_DEVICE", "npu1_4col"),
+            "lower_to_aie": os.environ.get("ACCEL_AMDAIE_LOWER_TO_AIE", "objectFifo"),
+            "tile_pipeline": os.environ.get("ACCEL_AMDAIE_TILE_PIPELINE", "pack-peel")}
+
+
+def _run(argv: Sequence[str], timeout: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+
+
+@lru_cache(maxsize=8)
+def _target_backends(compile_tool: str) -> tuple[str, ...]:
+    out = _run([compile_tool, "--iree-hal-list-target-backends"])
+    return tuple(line.strip() for line in (out.stdout + out.stderr).splitlines()
+                 if line.startswith("  ") and line.strip())
+
+
+@lru_cache(maxsize=8)
+def _compiler_help(compile_tool: str) -> str:
+    out = _run([compile_tool, "--help-hidden"])
+    return out.stdout + out.stderr
+
+
+@lru_cache(maxsize=8)
+def _compiler_version(compile_tool: str) -> str:
+    try:
+        text = _run([compile_tool, "--version"]).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    line = next((ln for ln in text.splitlines() if "IREE compiler version" in ln), "")
+    return line.split("IREE compiler version", 1)[-1].strip() or "unknown"
+
+
+@lru_cache(maxsize=8)
+def _xrt_devices(run_tool: str) -> tuple[bool, tuple[str, ...]]:
+    """(is the xrt driver in this iree-run-module, the xrt devices it sees)."""
+    drivers = _run([run_tool, "--list_drivers"])
+    has = any(line.strip().startswith(f"{DRIVER}:") for line in drivers.stdout.splitlines())
+    if not has:
+        return False, ()
+    devices = _run([run_tool, f"--list_devices={DRIVER}"])
+    return True, tuple(line.strip() for line in devices.stdout.splitlines() if line.strip().startswith(f"{DRIVER}://"))
+
+
+def _cache_root() -> Path:
+    env = os.environ.get("ACCEL_IREE_AMD_AIE_CACHE")
+    return Path(env) if env else REPO / ".cache" / "iree-amd-aie"
+
+
+class IreeAmdAieBackend(Backend):
+    name = "iree-amd-aie"
+    kind = "hardware"
+    description = "iree-amd-aie: IREE + the AMD AIE compiler plugin (amd-aie target), run by its XRT HAL driver on an AMD NPU"
+    default_timeout_s = 120.0
+    device_resource = "npu"
+
+    # --- availability ----------------------------------------------------------------------------
+
+    def availability(self) -> Optional[str]:
+        root = install_dir()
+        compile_tool, run_tool = tool("iree-compile"), tool("iree-run-module")
+        where = f"ACCEL_IREE_AMD_AIE_INSTALL={root}" if root else "PATH"
+        if compile_tool is None:
+            return f"no iree-compile in {where}: {BUILD_HINT}"
+        try:
+            backends = _target_backends(compile_tool)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"{compile_tool} --iree-hal-list-target-backends failed ({exc}): {BUILD_HINT}"
+        if TARGET_BACKEND not in backends:
+            return (f"{compile_tool} (from {where}) has no '{TARGET_BACKEND}' target backend "
+                    f"(it has: {', '.join(backends) or 'none'}); the PyPI iree-base-compiler never does: {BUILD_HINT}")
+        if not peano_dir() or not Path(peano_dir()).is_dir():
+            return ("no Peano (llvm-aie) install: set ACCEL_PEANO_INSTALL_DIR (or PEANO_INSTALL_DIR) to it "
+                    "(pip install llvm-aie from https://github.com/Xilinx/llvm-aie/releases, or a build)")
+        if run_tool is None:
+            return f"no iree-run-module next to the plugin's iree-compile ({where}): {BUILD_HINT}"
+        try:
+            has_driver, devices = _xrt_devices(run_tool)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"{run_tool} --list_drivers failed: {exc}"
+        if not has_driver:
+            return (f"{run_tool} has no '{DRIVER}' HAL driver: rebuild with -DIREE_EXTERNAL_HAL_DRIVERS=xrt "
+                    "(and XRT installed, /opt/xilinx/xrt)")
+        if not devices:
+            return (f"the {DRIVER} HAL driver sees no NPU ({run_tool} --list_devices={DRIVER} lists none): needs an "
+                    "AMD Ryzen AI machine with the amdxdna kernel driver (amd/xdna-driver) and XRT")
+        return None
+
+    def supports(self, case: Case) -> Optional[str]:
+        return unsupported(case)
+
+    def versions(self) -> dict[str, str]:
+        compile_tool = tool("iree-compile")
+        out = {"iree-compile": compile_tool or "missing", "peano": peano_dir() or "missing", **settings()}
+        if compile_tool:
+            out["iree-compiler"] = _compiler_version(compile_tool)
+        run_tool = tool("iree-run-module")
+        if run_tool:
+            try:
+                out["xrt-devices"] = ", ".join(_xrt_devices(run_tool)[1]) or "none"
+            except (OSError, subprocess.SubprocessError):
+                pass
+        return out
+
+    def timeout(self, case: Case) -> float:
+        env = os.environ.get("ACCEL_AMDAIE_RUN_TIMEOUT_S")
+        if env:
+            return float(env)
+        p = case.params
+        if all(k in p for k in ("M", "K", "N")):
+            # An NPU does ~1e12 bf16 MAC/s; bound at 1e9 MAC/s plus load and transfer time.
+            return self.default_timeout_s + p["M"] * p["K"] * p["N"] / 1e9
+        return self.default_timeout_s
+
+    # --- compile ---------------------------------------------------------------------------------
+
+    def compile_flags(self) -> list[str]:
+        s = settings()
+        flags = [f"--iree-hal-target-backends={TARGET_BACKEND}",
+                 f"--iree-amdaie-target-device={s['target_device']}",
+                 f"--iree-amdaie-lower-to-aie-pipeline={s['lower_to_aie']}",
+                 f"--iree-amdaie-tile-pipeline={s['tile_pipeline']}",
+                 f"--iree-amd-aie-peano-install-dir={peano_dir()}"]
+        if install_dir() is not None:
+            flags.append(f"--iree-amd-aie-install-dir={install_dir()}")
+        optional = [f"--iree-amdaie-device-hal={DRIVER}", "--iree-hal-memoization=false",
+                    "--iree-hal-indirect-command-buffers=false"]
+        known = _compiler_help(tool("iree-compile"))
+        flags += [f for f in optional if f.split("=", 1)[0] in known]
+        return flags
+
+    def compile(self, case: Case, program: Program) -> Path:
+        """The .vmfb of ``program`` (cached by program text, flags and compiler version)."""
+        compile_tool = tool("iree-compile")
+        flags = self.compile_flags()
+        key = hashlib.sha256("\0".join([_compiler_version(compile_tool), *flags, program.mlir]).encode())
+        final = _cache_root() / key.hexdigest()
+        vmfb = final / "module.vmfb"
+        if vmfb.is_file():
+            return vmfb
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+        try:
+            src = tmp / "program.mlir"
+            src.write_text(program.mlir)
+            argv = [compile_tool, str(src), *flags, f"--iree-hal-dump-executable-files-to={tmp / 'executables'}",
+                    "-o", str(tmp / "module.vmfb")]
+            try:
+                proc = _run(argv, timeout=COMPILE_TIMEOUT_S)
+            except subprocess.TimeoutExpired as exc:
+                raise Hang(f"iree-compile (amd-aie) did not finish within {COMPILE_TIMEOUT_S:.0f} s on {case.id}",
+                           stage="compile", detail={"argv": " ".join(argv),
+                                                    "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:]}) from None
+            if proc.returncode != 0 or not (tmp / "module.vmfb").is_file():
+                raise _compile_error(proc, argv, case)
+            (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
+            try:
+                os.rename(tmp, final)
+            except OSError:          # a parallel worker won the race: use its entry
+                if not vmfb.is_file():
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+            return vmfb
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    # --- run -------------------------------------------------------------------------------------
+
+    def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        program = program_for(case)
+        missing = [n for n in program.inputs if n not in inputs]
+        if missing:
+            raise Unsupported(f"inputs lack {', '.join(missing)} that the program of {case.op} takes")
+        vmfb = self.compile(case, program)
+        bound = self.timeout(case)
+        with tempfile.TemporaryDirectory(prefix="accel-amdaie-") as work:
+            argv = [tool("iree-run-module"), f"--device={DRIVER}", f"--module={vmfb}", f"--function={program.entry}"]
+            for name in program.inputs:
+                argv.append(f"--input={_input_spec(name, np.ascontiguousarray(inputs[name]), Path(work))}")
+            outs = [Path(work) / f"{name}.npy" for name in program.outputs]
+            argv += [f"--output=@{p}" for p in outs]
+            start = time.perf_counter()
+            try:
+                proc = _run(argv, timeout=bound)
+            except subprocess.TimeoutExpired as exc:
+                raise Hang(f"{program.entry} on the NPU did not complete within {bound:.0f} s (iree-run-module killed)",
+                           stage="run", detail={"argv": " ".join(argv), "log": _text(exc.stderr)[-4000:]}) from None
+            if proc.returncode != 0:
+                how = (f"killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
+                       else f"exit {proc.returncode}")
+                diag = (proc.stderr or proc.stdout or "").strip()
+                raise Crash(f"iree-run-module --device={DRIVER} failed ({how}) after "
+                            f"{time.perf_counter() - start:.1f} s: {_first_error(diag)}",
+                            stage="run", detail={"argv": " ".join(argv), "log": diag[-DIAGNOSTIC_CHARS:]})
+            result = {}
+            for name, path in zip(program.outputs, outs):
+                if not path.is_file():
+                    raise Crash(f"iree-run-module wrote no output {name!r} ({path.name})", stage="run")
+                result[name] = np.load(path, allow_pickle=False)
+            return result
+
+
+def _input_spec(name: str, arr: np.ndarray, work: Path) -> str:
+    """``SHAPExTYPE=@file`` with the raw bytes: IREE tools read those for any element type
+    (bf16 included, which a .npy header cannot name)."""
+    etype = ELEMENT_TYPES.get(arr.dtype.name)
+    if etype is None:
+        raise Unsupported(f"input {name!r} has dtype {arr.dtype.name}, which the IREE tools take no raw form of")
+    path = work / f"{name}.bin"
+    arr.tofile(path)
+    return "x".join(str(d) for d in arr.shape) + f"x{etype}=@{path}"
+
+
+def _first_error(diag: str) -> str:
+    lines = diag.splitlines()
+    pick = next((ln for ln in lines if "Assertion" in ln or "error:" in ln), None)
+    return (pick or (lines[0] if lines else "no diagnostic")).strip()[:400]
+
+
+def _compile_error(proc: subprocess.CompletedProcess, argv, case: Case) -> CompileError:
+    diag = (proc.stderr or proc.stdout or "").strip()
+    how = (f"aborted by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
+           else f"exit {proc.returncode}")
+    return CompileError(f"iree-compile (amd-aie) failed ({how}) on {case.id}: {_first_error(diag)}",
+                        stage="compile", detail={"diagnostic": diag[-DIAGNOSTIC_CHARS:], "argv": " ".join(argv)})
+
+
+def _text(data) -> str:
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
