@@ -216,9 +216,10 @@ def test_bad_out_line_names_the_file_and_line(env):
         run(env, {"uart": "uart/stopped_after_iter1.txt", "end": "passed"})
 
 
-def test_manager_failure_without_uartlog_is_crash_naming_the_folder(env):
+def test_manager_failure_without_uartlog_is_crash_naming_the_folder(env, tmp_path):
+    # a real bare-metal ELF: the stand-in cannot simulate it and exits 1 after making the folder
     with pytest.raises(Crash) as info:
-        run(env, b"\x7fELF not a stand-in spec")
+        run(env, _elf(tmp_path / "bare.elf", 0x8000_0000).read_bytes())
     assert "runworkload exited 1" in info.value.message and "no uartlog" in info.value.message
     assert "cannot simulate a real boot binary" in info.value.detail["manager_log"]
 
