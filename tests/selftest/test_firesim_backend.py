@@ -17,7 +17,6 @@ import pytest
 from golden.case import Case
 from hardware.errors import Crash, Hang, Unsupported
 from hardware.firesim import FireSimBackend, Incomplete
-from hardware.firesim.uart import format_out
 
 yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: pip install pyyaml")
 
