@@ -8,8 +8,9 @@ passes.
 
 Default cases: every kind at the seed's shape (baseline ``v`` build, VLEN 256), row sums whose
 length leaves a tail for every VLEN (1, 7, 33, 127, 1000), LayerNorm and softmax at a tail
-length, VLEN 128 and 512, and the seed's flag variants (novec, v-vw0, v-zvl512b at VLEN 512,
-v-reassoc) on LayerNorm, softmax and f32 matmul. ``-m large``: every kind x variant x VLEN.
+length, VLEN 128 and 512, the seed's flag variants (novec, v-vw0, v-zvl512b at VLEN 512,
+v-reassoc) on LayerNorm and softmax, and the seed's bisection variants (novec, v-vw0) on bmm.
+``-m large``: every kind x shape x variant x VLEN (tails for the row kinds).
 
 ``test_saturn_codegen_signature`` scans the RISC-V assembly of each dispatch for seed 004's hang
 signature; it is a check for Saturn targets, run with ``--hw firesim`` or ACCEL_SATURN_SCAN=1.
@@ -38,9 +39,10 @@ def _default():
     out += [_p("row_sum", (R.TAIL_ROWS, n), *BASE) for n in R.TAIL_LENGTHS]
     out += [_p(k, (R.TAIL_ROWS, 33), *BASE) for k in ("layernorm", "softmax")]
     out += [_p(k, R.SEED_SHAPES[k], "v", vlen) for k in ("layernorm", "softmax") for vlen in (128, 512)]
-    for k in ("layernorm", "softmax", "matmul"):
+    for k in ("layernorm", "softmax"):
         out += [_p(k, R.SEED_SHAPES[k], v, 256) for v in ("novec", "v-vw0", "v-reassoc")]
         out.append(_p(k, R.SEED_SHAPES[k], "v-zvl512b", 512))
+    out += [_p("bmm", R.SEED_SHAPES["bmm"], v, 256) for v in ("novec", "v-vw0")]   # seed 004's bisection
     out.append(_p("cvt", R.SEED_SHAPES["cvt"], "novec", 256))
     return out
 

@@ -142,19 +142,52 @@ def generate(program: Program, compiled: compiler.Compiled, schedule: sched_mod.
     return [HARNESS_DIR / "harness.c", work / "case_data.c", work / "inputs.S"]
 
 
-def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: bool, rdcycle: bool) -> None:
-    argv = [CLANG, "--target=riscv64-linux-gnu", "-march=rv64gc", "-mabi=lp64d", "-O2", "-static",
-            "-fuse-ld=lld", f"-I{HARNESS_DIR}", "-Wall", "-Werror=implicit-function-declaration"]
+def _clang_base(uart_outputs: bool, rdcycle: bool) -> list[str]:
+    argv = [CLANG, "--target=riscv64-linux-gnu", "-march=rv64gc", "-mabi=lp64d", "-O2", f"-I{HARNESS_DIR}",
+            "-Wall", "-Werror=implicit-function-declaration"]
     if uart_outputs:
         argv.append("-DACCEL_UART_OUTPUTS")
     if rdcycle:
         argv.append("-DACCEL_RDCYCLE")
-    tmp = out.with_name(out.name + ".tmp")
-    argv += [*map(str, sources), *map(str, objects), "-lm", "-o", str(tmp)]
+    return argv
+
+
+def _run_clang(argv: list[str], what: str) -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
-        raise CompileError(f"{CLANG} could not build the harness (exit {proc.returncode})", stage="build",
+        raise CompileError(f"{CLANG} could not build {what} (exit {proc.returncode})", stage="build",
                            detail={"diagnostic": (proc.stderr or proc.stdout)[-8000:], "argv": " ".join(argv)})
+
+
+def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
+    """harness.c compiled once per (sources, flags) and kept in the cache: only the per-case
+    tables are compiled for each case."""
+    base = _clang_base(uart_outputs, rdcycle)
+    h = hashlib.sha256("\0".join(base).encode())
+    for f in sorted(HARNESS_DIR.iterdir()):
+        h.update(f.name.encode() + f.read_bytes())
+    out = compiler.cache_root().parent / "qemu-rvv" / f"harness-{h.hexdigest()[:24]}.o"
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        _run_clang([*base, "-c", str(HARNESS_DIR / "harness.c"), "-o", str(tmp)], "the harness")
+        os.replace(tmp, out)
+    return out
+
+
+def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: bool, rdcycle: bool) -> None:
+    """Compile ``sources`` (harness.c comes from the object cache) and link them statically."""
+    objs = list(objects)
+    srcs = []
+    for src in sources:
+        if src == HARNESS_DIR / "harness.c":
+            objs.insert(0, harness_object(uart_outputs, rdcycle))
+        else:
+            srcs.append(src)
+    tmp = out.with_name(out.name + ".tmp")
+    argv = [*_clang_base(uart_outputs, rdcycle), "-static", "-fuse-ld=lld", *map(str, srcs), *map(str, objs),
+            "-lm", "-o", str(tmp)]
+    _run_clang(argv, "the harness")
     os.replace(tmp, out)
 
 
