@@ -117,6 +117,11 @@ class NpuBackend(Backend):
                 info.update(device.describe(device.acquire(index)))
             except Exception as exc:
                 info["npu_device_error"] = f"{type(exc).__name__}: {exc}"
+            # How cases run here: expectations may differ between IRON's own operator (whose
+            # Python code has seed 000's forward() bug) and prebuilt artifacts (which do not).
+            info["npu_mode"] = os.environ.get(MODE_ENV, "auto").strip() or "auto"
+            if manifest.location() is not None:
+                info["npu_artifacts"] = str(manifest.location())
             if iron_runner.importable():
                 try:
                     info["iron"] = iron_runner.version()

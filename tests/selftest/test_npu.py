@@ -8,7 +8,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from golden import assert_close, gemm

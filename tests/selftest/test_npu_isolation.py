@@ -1,7 +1,6 @@
 """The npu backend under the isolation layer: a wait that never returns, device locking under
 ``-n 2``, and the ``supported_devices`` marker, with the pyxrt stand-in."""
 import importlib.util
-import os
 import textwrap
 import time
 from pathlib import Path
