@@ -2,8 +2,10 @@
 hypothesis reads ``--hypothesis-profile``).
 
 ``accel-ci``: what every default run uses: a fixed, small number of examples drawn from a fixed
-    seed (derandomize), no example database (nothing is written into the tree), no deadline (a
-    compile takes what it takes). The same shapes every run, on every machine.
+    seed (derandomize), no example database, no deadline (a compile takes what it takes). The same
+    shapes every run, on every machine. Hypothesis' own home directory (where it caches more than
+    examples) is moved out of the tree to $ACCEL_HYPOTHESIS_HOME or
+    ~/.cache/accel-regress/hypothesis-home, so a run writes nothing into the checkout.
 ``explore``: ``pytest --hypothesis-profile explore``, for long runs on hardware: many examples,
     fresh ones each run, failures kept in a database outside the tree ($ACCEL_HYPOTHESIS_DB or
     ~/.cache/accel-regress/hypothesis) so the next run tries them first.
@@ -14,9 +16,14 @@ import os
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 CI = "accel-ci"
+CACHE = Path(os.environ.get("ACCEL_HYPOTHESIS_HOME") or Path.home() / ".cache" / "accel-regress" / "hypothesis-home")
+# Hypothesis keeps more than examples in its home directory (a cache of constants it found in the
+# code), by default ./.hypothesis: point it outside the working tree so a run writes nothing there.
+set_hypothesis_home_dir(str(CACHE))
 EXPLORE = "explore"
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
