@@ -103,9 +103,8 @@ def test_program_is_valid_python_with_the_harness_cli(variant, reuse):
 # One subprocess per case (as the backend runs them), each importing torch: a few seconds each, so
 # a handful here (the seed's fused and split cases run again, on both backends, in
 # test_differential_catches_board_vs_sim).
-@pytest.mark.parametrize("cfg", [tiles.seed_config(1, "fused", False), tiles.seed_config(3, "mul"),
-                                 tiles.TileConfig(5, 40, 2, 33, "bf16", "min", "loaded"),
-                                 tiles.TileConfig(8, 64, 3, 48, "f16", "max", "fused")],
+@pytest.mark.parametrize("cfg", [tiles.seed_config(3, "mul", False),
+                                 tiles.TileConfig(5, 40, 2, 33, "bf16", "min", "fused")],
                          ids=lambda c: c.id)
 def test_sim_runs_match_the_golden(standin, cfg):
     case, inputs = _case(cfg)
@@ -125,10 +124,7 @@ def test_seed_bug_is_named_by_the_census(standin, monkeypatch):
     assert "valid region, wrong values: row 0, cols 1-15: 15 elements" in text
     assert "row 0, cols 16-255: 240 elements" in text
     assert "padded region (rows 1-15) is right" in text
-    # the workaround is untouched by the same bug
-    cfg = tiles.seed_config(1, "split")
-    case, inputs = _case(cfg)
-    tiles.assert_tile_close(standin.run(case, inputs)["out"], tiles.reference(inputs, cfg), cfg)
+    # (the split workaround under the same bug passes: test_differential_catches_board_vs_sim)
 
 
 def test_segfault_is_a_crash(standin, monkeypatch):
