@@ -119,7 +119,7 @@ def _preload_modules(names) -> list[str]:
 
 
 def _configure_isolation(config) -> None:
-    from hardware.isolation import Bounds, HangGuard, Isolation
+    from hardware.isolation import Bounds, HangGuard
     from hardware.isolation.bounds import default_memory, parse_size
     try:
         memory = config.getoption("worker_memory")
@@ -134,10 +134,31 @@ def _configure_isolation(config) -> None:
     runner.devices = devices.DeviceLocks(pools, lock_dir and Path(lock_dir),
                                          on_wait=lambda msg: print(f"accel-regress: {msg}", file=sys.stderr)) if pools else None
     if config.getoption("isolation") == "process" and not _is_xdist_controller(config):
-        runner.isolation = Isolation(Bounds(memory_bytes=memory_bytes), preload=_preload_modules(config._accel_hw))
+        runner.isolation = _isolation_for(Bounds(memory_bytes=memory_bytes), _preload_modules(config._accel_hw))
     else:
         runner.isolation = None
     _install_stop_handlers(config)
+
+
+_isolations: dict = {}
+
+
+def _isolation_for(bounds, preload):
+    """One fork server per process and setting: sessions inside a session (pytester) share it
+    instead of paying a torch import each; all are closed when the process exits."""
+    from hardware.isolation import Isolation
+    key = (bounds, tuple(preload))
+    if key not in _isolations:
+        if not _isolations:
+            import atexit
+            atexit.register(_close_isolations)
+        _isolations[key] = Isolation(bounds, preload=preload)
+    return _isolations[key]
+
+
+def _close_isolations() -> None:
+    while _isolations:
+        _isolations.popitem()[1].close()
 
 
 def _on_stop_signal(signum, frame):
@@ -182,9 +203,7 @@ def pytest_unconfigure(config):
         config._accel_timer.cancel()
     if getattr(config, "_accel_old_sigterm", None) is not None:
         signal.signal(signal.SIGTERM, config._accel_old_sigterm)
-    if runner.isolation is not None:
-        runner.isolation.close()
-        runner.isolation = None
+    runner.isolation = None      # kept warm for the next session in this process (see _isolation_for)
     if runner.devices is not None:
         runner.devices.release()
         runner.devices = None

@@ -9,6 +9,7 @@ Set by the pytest plugin (a script may set them too): ``isolation`` (a
 """
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -96,7 +97,6 @@ def invoke(job: Job) -> dict[str, np.ndarray]:
     """Run ``job`` isolated when an isolation layer is set, else in this process."""
     if isolation is not None:
         return isolation.run(job)
-    import os
     os.environ.update(job.env)
     return execute(job)
 
