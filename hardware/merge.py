@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Iterable, Optional
@@ -146,6 +147,25 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
     return merged, notes
 
 
+def _bring_arrays(merged: dict, out_dir: Path) -> int:
+    """Copy each case's saved ratio map next to the merged results, so its report has heatmaps."""
+    copied = 0
+    for n, case in enumerate(merged["cases"]):
+        info = (case.get("detail") or {}).get("heatmap")
+        if not isinstance(info, dict) or not info.get("array"):
+            continue
+        src = Path(case["source"]).parent / info["array"]
+        rel = f"arrays/{n:05d}-{Path(info['array']).name}"
+        if not src.is_file():
+            continue                  # the runner's arrays did not travel with its results.json
+        (out_dir / "arrays").mkdir(parents=True, exist_ok=True)
+        if src.resolve() != (out_dir / rel).resolve():
+            shutil.copyfile(src, out_dir / rel)
+        case["detail"] = dict(case["detail"], heatmap=dict(info, array=rel))
+        copied += 1
+    return copied
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m hardware merge",
                                 description="Merge results.json files from several runners into one "
@@ -162,7 +182,10 @@ def main(argv=None) -> int:
         print(f"merge: {exc}", file=sys.stderr)
         return 2
     out = Path(args.output)
+    copied = _bring_arrays(merged, out.parent)
     results.write_atomic(out, json.dumps(merged, indent=1, default=str) + "\n")
+    if copied:
+        print(f"copied {copied} heatmap array(s) into {out.parent / 'arrays'}")
     for note in notes:
         print(f"note: {note}")
     devices = sorted({c["device"] for c in merged["cases"]})

@@ -254,3 +254,17 @@ def test_render_is_sorted_and_reads_back():
     import tomllib
     doc = tomllib.loads(text)
     assert doc["expect"][1]["reason"] == 'quote " and \\ backslash'
+
+
+def test_under_xdist_the_controller_reports_the_same(demo, monkeypatch):
+    from pathlib import Path
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    res = demo.runpytest_subprocess("--hw", "emu", "--isolation", "none", "-p", "no:randomly", "-n", "2")
+    res.assert_outcomes(passed=1, failed=2, skipped=2, xfailed=3)
+    cases = _by_test(_results(demo))
+    assert cases["test_fixed[emu]"]["verdict"] == "XPASS"
+    assert cases["test_hangs[emu]"]["verdict"] == "SKIP" and "not attempted" in cases["test_hangs[emu]"]["message"]
+    assert cases["test_row0[emu-1]"]["verdict"] == "XFAIL" and cases["test_row0[emu-1]"]["census"]
+    summary = json.loads((demo.path / "reports" / "expectations.json").read_text())
+    assert sorted(e["test"] for e in summary["stale"]) == ["test_demo.py::test_gone", "test_demo.py::test_row0[{7,8}]"]
+    assert len(list((demo.path / "reports" / "heatmaps").glob("*.png"))) == 2   # arrays saved by the workers

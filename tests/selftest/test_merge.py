@@ -77,3 +77,25 @@ def test_a_bad_input_is_named(tmp_path, capsys):
     assert merge.main([str(good), str(bad), "-o", str(tmp_path / "m.json")]) == 2
     assert f"{bad}: schema_version 7, this tool reads 1" in capsys.readouterr().err
     assert not (tmp_path / "m.json").exists()
+
+
+def test_heatmap_arrays_travel_with_the_merge(tmp_path):
+    import numpy as np
+    from hardware.report import heatmap, write_all
+    run = tmp_path / "phoenix"
+    run.mkdir()
+    path = _runner(run, "results.json", "box-1", "npu", {"test_partition": "FAIL"}, device="npu1")
+    data = json.loads(path.read_text())
+    ratio = np.zeros((16, 256), np.float32)
+    ratio[0, 1:16] = 50.0
+    heatmap.save(run / "arrays" / "x.npy", ratio)
+    data["cases"][0]["detail"]["heatmap"] = {"array": "arrays/x.npy", "shape": [16, 256], "block": [1, 1], "name": "out"}
+    path.write_text(json.dumps(data))
+    out = tmp_path / "merged" / "results.json"
+    assert merge.main([str(path), "-o", str(out)]) == 0
+    merged = results.load(out)
+    rel = merged["cases"][0]["detail"]["heatmap"]["array"]
+    assert rel.startswith("arrays/") and (out.parent / rel).is_file()
+    written = write_all(merged, out.parent)
+    assert len(written["heatmaps"]) == 1 and written["heatmaps"][0].is_file()
+    assert "npu/Phoenix" in (out.parent / "summary.md").read_text()
