@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pytest
 
 from hardware.report import heatmap
@@ -51,19 +52,32 @@ def _mismatch(exc: Optional[BaseException]):
 
 
 def _arrays(exc) -> Optional[tuple]:
-    """(got, expected, atol, rtol, tol) of a Mismatch, if they can be found."""
+    """(got, expected, atol, rtol, tol) of a Mismatch, if they can be found.
+
+    ``Mismatch.arrays`` when the census gives it; else the locals of the golden/ function that
+    raised it (innermost first): ``got`` and ``expected`` (or ``ref``) with the tolerance it
+    compared them with (``atol`` / ``rtol`` / ``tol``, directly or in ``kw``). Only golden/
+    frames are read: a test's own locals may hold other arrays under the same names.
+    """
     arrays = getattr(exc, "arrays", None)
     if isinstance(arrays, dict) and "got" in arrays and "expected" in arrays:
         return (arrays["got"], arrays["expected"], arrays.get("atol", 0.0), arrays.get("rtol", 0.0), arrays.get("tol"))
+    frames = []
     tb = exc.__traceback__
     while tb is not None:
-        frame = tb.tb_frame
-        if frame.f_code.co_name == "assert_close" and frame.f_globals.get("__name__") == "golden.compare":
-            loc = frame.f_locals
-            if "got" in loc and "expected" in loc:
-                kw = loc.get("kw") or {}
-                return loc["got"], loc["expected"], kw.get("atol", 0.0), kw.get("rtol", 0.0), kw.get("tol")
+        frames.append(tb.tb_frame)
         tb = tb.tb_next
+    for frame in reversed(frames):
+        if not str(frame.f_globals.get("__name__", "")).startswith("golden."):
+            continue
+        loc = frame.f_locals
+        got = loc.get("got")
+        want = loc.get("expected", loc.get("ref"))
+        if not (isinstance(got, np.ndarray) or hasattr(got, "__array__")) or want is None:
+            continue
+        kw = loc.get("kw") if isinstance(loc.get("kw"), dict) else {}
+        return (got, want, loc.get("atol", kw.get("atol", 0.0)), loc.get("rtol", kw.get("rtol", 0.0)),
+                loc.get("tol", kw.get("tol")))
     return None
 
 

@@ -205,3 +205,22 @@ def test_index_and_heatmap_in_headless_chromium(run_dir, tmp_path):
     keep.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, keep / "index.png")            # for a person to look at
     shutil.copy(heat, keep / "heatmap.png")
+
+
+def test_seed002_tile_mismatch_gives_its_arrays():
+    """golden.tiles raises its own TileMismatch (not via assert_close): its arrays are found too."""
+    from golden import tiles
+    from hardware.emu import rowexpandmul_fillpad as emu_tiles
+    from hardware.report.plugin import _arrays, _mismatch
+    cfg = tiles.seed_config(1, "fused", True)
+    case = tiles.make_case(cfg)
+    inputs = tiles.make_inputs(case)
+    ref = tiles.reference(inputs, cfg)
+    bad = emu_tiles.bare_tile_validshape(case, {"out": ref.copy()})["out"]
+    with pytest.raises(tiles.TileMismatch) as err:
+        tiles.assert_tile_close(bad, ref, cfg)
+    got, want, atol, rtol, tol = _arrays(_mismatch(err.value))
+    r = heatmap.ratio_map(got, want, atol=atol, rtol=rtol, tol=tol)
+    # Seed 002: row 0, col 0 right; cols 1-15 garbage and 16-255 ~0: 255 of 4096 wrong, all in row 0.
+    assert np.argwhere(r["ratio"] > 1.0).tolist() == [[0, c] for c in range(1, 256)]
+    assert r["ratio"][0, 1:16].min() > r["ratio"][0, 16:].max()     # the garbage stands out
