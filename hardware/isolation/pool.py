@@ -35,6 +35,7 @@ class _Worker:
     pid: int
     sock: socket.socket
     log: Path
+    ended: bool = False       # killed and reaped: its pid may belong to someone else now
 
 
 class IsolationError(RuntimeError):
@@ -62,13 +63,27 @@ def _absolute_fault(spec: Optional[str]) -> Optional[str]:
     return spec
 
 
+def _remove_orphans(root: Path) -> None:
+    """Remove transfer folders left by pytest processes that were killed (on /dev/shm they hold RAM)."""
+    for folder in root.glob("accel-isolation-*-*"):
+        try:
+            pid = int(folder.name.split("-")[2])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            transfer.remove(folder)
+        except (ValueError, IndexError, PermissionError, OSError):
+            continue
+
+
 class Isolation:
     def __init__(self, bounds: Bounds = Bounds(), preload: Iterable[str] = (), root: Optional[Path] = None):
         self.bounds = bounds
         # $ACCEL_ISOLATION_PRELOAD (comma-separated modules) adds site modules every worker needs.
         extra = [m for m in os.environ.get("ACCEL_ISOLATION_PRELOAD", "").split(",") if m.strip()]
         self.preload = list(dict.fromkeys([*BASE_PRELOAD, *preload, *extra]))
-        self.dir = Path(tempfile.mkdtemp(prefix="accel-isolation-", dir=root or transfer.default_root()))
+        root = Path(root or transfer.default_root())
+        _remove_orphans(root)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"accel-isolation-{os.getpid()}-", dir=root))
         self._server: Optional[subprocess.Popen] = None
         self._ctrl: Optional[socket.socket] = None
         self._worker: Optional[_Worker] = None
@@ -142,6 +157,8 @@ class Isolation:
 
     def _reap(self, worker: _Worker, timeout: float = 5.0) -> Optional[int]:
         """Kill the worker's process group unless it is gone already, and return its wait status."""
+        if worker.ended:
+            return None
         worker.sock.close()
         status = None
         try:
@@ -154,10 +171,13 @@ class Isolation:
                 status = self._request({"op": "wait", "pid": worker.pid, "timeout": 5.0}, 10)["status"]
             except (protocol.ChannelClosed, OSError):
                 pass
+        worker.ended = True
         return status
 
     @staticmethod
     def _kill(worker: _Worker) -> None:
+        if worker.ended:
+            return
         for kill in (os.killpg, os.kill):
             try:
                 kill(worker.pid, signal.SIGKILL)
@@ -193,16 +213,18 @@ class Isolation:
             try:
                 reply = protocol.recv(worker.sock)
             except (socket.timeout, TimeoutError):
+                error = self._hang(worker, job, offset)
                 in_flight = False
-                raise self._stamp(self._hang(worker, job, offset), sent) from None
+                raise self._stamp(error, sent) from None
             except (protocol.ChannelClosed, ConnectionError):
+                error = self._death(worker, job, offset)
                 in_flight = False
-                raise self._stamp(self._death(worker, job, offset), sent) from None
+                raise self._stamp(error, sent) from None
             in_flight = False
             return self._answer(reply, worker, job, offset)
         finally:
             if in_flight:
-                # Interrupted (SIGINT/SIGTERM) mid-run: the worker's state is unknown; end it.
+                # Interrupted (SIGINT/SIGTERM) mid-run or mid-verdict: the worker's state is unknown; end it.
                 self._drop(worker)
             transfer.remove(folder)
 
