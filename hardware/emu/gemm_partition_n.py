@@ -1,7 +1,7 @@
 """A model of IRON's AIEGEMM operator (iron/operators/gemm) as far as numbers and buffers go.
 
 Layout: B is held column-major (N, K) when ``b_col_maj``, C column-major when ``c_col_maj``.
-Padding: M to a multiple of tile_m, K of tile_k, and each partition's N/partition_N columns to a
+Padding: M to a multiple of tile_m * 4 (C is joined over IRON's 4 AIE rows), K of tile_k, and each partition's N/partition_N columns to a
 multiple of tile_n * num_aie_columns (IRON's ``op.N`` is that padded per-partition width).
 ``partition_N`` gives one runlist entry per part, each bound to its own B_i and C_i buffer.
 With ``emulate_bfp16`` A and B are quantized to bfp16 (blocks of 8 along K) before an f32
@@ -20,6 +20,9 @@ from golden.case import Case
 from golden.dtypes import quantize_bfp16, to_bf16
 
 
+N_AIE_ROWS = 4
+
+
 def _round_up(x: int, m: int) -> int:
     return -(-x // m) * m
 
@@ -30,7 +33,7 @@ class IronGemm:
         self.M_logical, self.K_logical, self.N_logical = M, K, N
         self.partition_N = partition_N
         self.n_part = N // partition_N
-        self.M = _round_up(M, tile_m)
+        self.M = _round_up(M, tile_m * N_AIE_ROWS)
         self.K = _round_up(K, tile_k)
         self.N = _round_up(self.n_part, tile_n * num_aie_columns)
         self.b_col_maj, self.c_col_maj, self.emulate_bfp16 = b_col_maj, c_col_maj, emulate_bfp16
