@@ -160,9 +160,11 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape) -> Census
     for r0 in range(0, rows, step):
         g = g2[r0:r0 + step].astype(np.float64)
         e = e2[r0:r0 + step].astype(np.float64)
-        allowed = atol + rtol * np.abs(e)
+        allowed = atol + rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
         if tol2 is not None:
             allowed = allowed + tol2[r0:r0 + step]
+        # An infinite reference (a -inf/+inf pad value) allows nothing but itself.
+        allowed = np.where(np.isinf(e), 0.0, allowed)
         diff = np.abs(g - e)
         both_nan = np.isnan(g) & np.isnan(e)
         same_inf = np.isinf(g) & np.isinf(e) & (g == e)

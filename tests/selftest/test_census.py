@@ -122,3 +122,10 @@ def test_census_serializes_to_json():
     import json
     c = census(np.array([0.0, np.nan]), np.array([0.0, 1.0]))
     json.dumps(c.to_json())
+
+
+def test_a_finite_value_where_the_reference_is_infinite_is_over_any_tolerance():
+    expected = np.array([[1.0, -np.inf], [np.inf, 2.0]])
+    got = np.array([[1.0, -3.0e38], [np.inf, 2.0]])
+    c = census(got, expected, atol=1e-3, rtol=1e-2)
+    assert c.over_tolerance == 1 and c.regions == [{"rows": [0, 0], "cols": [1, 1], "count": 1}]
