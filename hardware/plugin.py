@@ -411,8 +411,16 @@ def pytest_runtest_logreport(report):
                 sink.add(value)
 
 
-def _interrupted_records(reason: str) -> list[dict]:
-    """Cases that started but never finished: the session stopped while they ran."""
+def _backend_in(nodeid: str) -> Optional[str]:
+    """The backend named in a test id's parameters (the ``hw`` parameter), if any."""
+    parts = nodeid.rpartition("[")[2].rstrip("]")
+    return next((n for n in sorted(registry.KNOWN, key=len, reverse=True)
+                 if parts == n or parts.startswith(n + "-") or parts.endswith("-" + n) or f"-{n}-" in parts), None)
+
+
+def _interrupted_records(session, reason: str) -> list[dict]:
+    """Suite cases that started but never finished: the session stopped while they ran."""
+    items = {item.nodeid: item for item in getattr(session, "items", [])}
     out = []
     for nodeid, start in list(_started.items()):
         if _current is not None and _current["nodeid"] == nodeid:
@@ -421,11 +429,14 @@ def _interrupted_records(reason: str) -> list[dict]:
             rec.pop("_start", None)
             rec["runs"] = [r.to_json() for r in runs]
             rec["versions"] = runs[0].versions if runs else {}
-        else:   # under xdist the controller knows only the node id
-            bracket = nodeid.rpartition("[")[2].rstrip("]")
-            backend = next((n for n in sorted(registry.KNOWN, key=len, reverse=True)
-                            if bracket == n or bracket.startswith(n + "-") or bracket.endswith("-" + n)
-                            or f"-{n}-" in bracket), None)
+        else:
+            item = items.get(nodeid)
+            if item is not None and "hw" not in getattr(item, "fixturenames", ()):
+                continue    # not a suite case (a selftest): not a result
+            # Under xdist the controller knows only the node id.
+            backend = _backend_in(nodeid)
+            if item is None and backend is None:
+                continue
             rec = {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": backend, "family": None,
                    "census": [], "detail": {}, "runs": [], "versions": {}}
         rec.update(verdict=verdicts.INTERRUPTED, stage="run",
@@ -442,7 +453,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     interrupted = bool(session.shouldstop) or int(exitstatus) == 2 or _stop_reason is not None
     if interrupted:
-        for rec in _interrupted_records(_stop_reason or "interrupted"):
+        for rec in _interrupted_records(session, _stop_reason or "interrupted"):
             sink.add(rec)
     data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus),
                        interrupted=interrupted, **({"stop_reason": _stop_reason} if _stop_reason else {}))

@@ -29,11 +29,11 @@ def _gone(pid: int, wait_s: float = 5.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "session-timeout"])
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "session-timeout", "SIGTERM-xdist"])
 def test_stopped_session_leaves_valid_results(suite, how):
     suite.makepyfile(test_small=SMALL_TEST.format(kinds=KINDS))
     marker = suite.path / "running.pid"     # the fault writes its pid here, then hangs
-    extra = ["--session-timeout", "20"] if how == "session-timeout" else []
+    extra = {"session-timeout": ["--session-timeout", "20"], "SIGTERM-xdist": ["-n", "2"]}.get(how, [])
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *_args("--case-timeout", "120", *extra)],
                             cwd=suite.path, env=dict(os.environ, ISO_MARKER=str(marker)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -45,7 +45,7 @@ def test_stopped_session_leaves_valid_results(suite, how):
             time.sleep(0.1)
         worker_pid = int(marker.read_text())
         if how != "session-timeout":
-            proc.send_signal(getattr(signal, how))
+            proc.send_signal(getattr(signal, how.partition("-")[0]))
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -53,13 +53,20 @@ def test_stopped_session_leaves_valid_results(suite, how):
             proc.wait()
     assert proc.returncode == 2, out.decode()[-3000:]
     data = results.load(suite.path / "reports" / "results.json")
-    reason = {"SIGTERM": "SIGTERM", "SIGINT": "SIGINT", "session-timeout": "session timeout after 20 s"}[how]
+    reason = {"session-timeout": "session timeout after 20 s"}.get(how, how.partition("-")[0])
     assert data["session"]["interrupted"] is True and reason in data["session"]["stop_reason"], data["session"]
     verdicts = {c["test"]: c["verdict"] for c in data["cases"]}
-    assert verdicts == {"test_gemm[emu-ok_a]": "PASS", "test_gemm[emu-ok_b]": "PASS",
-                        "test_gemm[emu-hang_here]": "INTERRUPTED"}, verdicts
-    hung = next(c for c in data["cases"] if c["verdict"] == "INTERRUPTED")
-    assert reason in hung["message"] and hung["backend"] == "emu" and hung["family"] == "gemm_partition_n"
     lines = [json.loads(x) for x in (suite.path / "reports" / "results.jsonl").read_text().splitlines()]
-    assert sum("nodeid" in x for x in lines) == 3
+    logged = {x["test"]: x["verdict"] for x in lines if "nodeid" in x}
+    assert verdicts == logged, (verdicts, logged)        # results.json is the log, nothing lost
+    assert verdicts["test_gemm[emu-hang_here]"] == "INTERRUPTED", verdicts
+    if how == "SIGTERM-xdist":
+        # The other xdist worker's cases finished or were cut short; none is lost or misjudged.
+        assert set(verdicts.values()) <= {"PASS", "INTERRUPTED"}, verdicts
+    else:
+        assert verdicts == {"test_gemm[emu-ok_a]": "PASS", "test_gemm[emu-ok_b]": "PASS",
+                            "test_gemm[emu-hang_here]": "INTERRUPTED"}, verdicts
+        hung = next(c for c in data["cases"] if c["verdict"] == "INTERRUPTED")
+        assert hung["backend"] == "emu" and hung["family"] == "gemm_partition_n"
+    assert all(reason in c["message"] for c in data["cases"] if c["verdict"] == "INTERRUPTED")
     assert _gone(worker_pid), f"isolated worker {worker_pid} outlived the session"
