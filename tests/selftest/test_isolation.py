@@ -217,3 +217,60 @@ def test_max_hangs_skips_the_rest_and_resets_the_backend(suite):
     assert "hung 2 times in a row" in cases["hang3"]["message"]
     assert "--max-hangs 2" in cases["ok_b"]["message"]
     assert resets.read_text().count("reset") == 2
+
+
+# --- the pieces, in this process (fast) --------------------------------------------------------
+
+def test_devices_spec_is_parsed_or_refused_with_the_reason():
+    from hardware import devices
+    assert devices.parse(["0,1"]) == {"*": ["0", "1"]}
+    assert devices.parse(["npu=0,1", "a2a3=4"]) == {"npu": ["0", "1"], "a2a3": ["4"]}
+    assert devices.parse(["npu=0;a2a3=1,2"]) == {"npu": ["0"], "a2a3": ["1", "2"]}
+    for bad, words in [("npu=", "no device ids"), ("=1", "empty name"), ("0,0", "listed twice"),
+                       ("a b", "bad device id")]:
+        with pytest.raises(ValueError, match=words):
+            devices.parse([bad])
+
+
+def test_device_locks_give_each_holder_its_own_device_and_queue_the_rest(tmp_path):
+    import threading
+    from hardware import devices
+    pools = devices.parse(["npu=0,1"])
+    a, b = devices.DeviceLocks(pools, tmp_path, poll_s=0.05), devices.DeviceLocks(pools, tmp_path, poll_s=0.05)
+    got_a, got_b = a.acquire("npu")["ACCEL_DEVICE_NPU"], b.acquire("npu")["ACCEL_DEVICE_NPU"]
+    assert {got_a, got_b} == {"0", "1"}
+    assert a.acquire("npu") == {"ACCEL_DEVICE_NPU": got_a, "ACCEL_DEVICE": got_a}   # kept, not re-locked
+    assert a.acquire(None) == {} and a.acquire("firesim") == {}                      # no pool: no lock
+    waiting = []
+    c = devices.DeviceLocks(pools, tmp_path, poll_s=0.05, on_wait=waiting.append)
+    got_c = []
+    t = threading.Thread(target=lambda: got_c.append(c.acquire("npu")["ACCEL_DEVICE_NPU"]))
+    t.start()
+    time.sleep(0.3)
+    assert not got_c and waiting and "waiting for a free npu device" in waiting[0]
+    b.release()
+    t.join(5)
+    assert got_c == [got_b]
+    a.release()
+    c.release()
+
+
+def test_hang_guard_counts_hangs_in_a_row_only():
+    from hardware.isolation import HangGuard
+    g = HangGuard(2)
+    g.record("npu", "c1", "HANG")
+    g.record("npu", "c2", "PASS")           # a completed run: the device works
+    g.record("npu", "c3", "HANG")
+    assert g.blocked("npu") is None
+    g.record("npu", "c4", "HANG")
+    assert "hung 2 times in a row (last: c4)" in g.blocked("npu") and g.blocked("emu") is None
+    assert HangGuard(0).blocked("npu") is None
+
+
+def test_exit_statuses_are_named():
+    from hardware.isolation.bounds import describe_status, parse_size
+    assert describe_status(11) == "killed by SIGSEGV (signal 11: Segmentation fault)"
+    assert describe_status(3 << 8) == "exited with code 3"
+    assert parse_size("8G") == 8 << 30 and parse_size("512M") == 512 << 20 and parse_size("none") is None
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("lots")
