@@ -152,12 +152,16 @@ def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Polic
                        _listing(new_hc, lambda k: f"{now[k]['verdict']} {_name(k)}"))
     rest = [k for k in failing if k not in new_hc]
     if baseline is not None:
-        new = [k for k in rest if (base.get(k) or {}).get("verdict") in (verdicts.PASS, verdicts.XFAIL)]
+        new = [k for k in rest if (base.get(k) or {}).get("verdict") == verdicts.PASS]
+        changed = [k for k in rest if (base.get(k) or {}).get("verdict") == verdicts.XFAIL]
         old = [k for k in rest if (base.get(k) or {}).get("verdict") in FAILURES]
-        unseen = [k for k in rest if k not in new and k not in old]
+        unseen = [k for k in rest if k not in new and k not in old and k not in changed]
         if new:
             reasons.append(f"{len(new)} new failure(s), passed in the baseline: " +
                            _listing(new, lambda k: f"{now[k]['verdict']} {_name(k)}"))
+        if changed:
+            reasons.append(f"{len(changed)} known bug(s) now fail another way (XFAIL in the baseline): " +
+                           _listing(changed, lambda k: f"{now[k]['verdict']} {_name(k)}"))
         if unseen:
             reasons.append(f"{len(unseen)} failure(s) of cases not in the baseline: " +
                            _listing(unseen, lambda k: f"{now[k]['verdict']} {_name(k)}"))

@@ -167,3 +167,15 @@ def test_shipped_release_policy_loads():
     from pathlib import Path
     p = gate.load_policy(Path(__file__).parents[2] / "policy" / "release.toml")
     assert "emu" in p.backends and p.markers == ["large"] and p.pre_existing_block
+
+
+def test_known_bug_that_fails_another_way():
+    now = _data([_case("test_forward", "emu", "PASS"), _case("test_partition", "emu", "PASS"),
+                 _case("test_forward", "npu", "PASS"),
+                 _case("test_partition", "npu", "HANG", expectation=ENTRY, message="expected FAIL, got HANG")])
+    v = gate.evaluate(now, BASELINE)
+    assert v.reasons == ["1 new hang/crash: HANG tests/test_gemm_partition_n.py::test_partition[P4] on npu"]
+    now["cases"][3]["verdict"] = "COMPILE_ERROR"
+    v = gate.evaluate(now, BASELINE)
+    assert v.reasons == ["1 known bug(s) now fail another way (XFAIL in the baseline): "
+                         "COMPILE_ERROR tests/test_gemm_partition_n.py::test_partition[P4] on npu"]
