@@ -70,8 +70,8 @@ def remainder_compile_error(M: int, K: int, N: int) -> Optional[CompileError]:
     if padded:
         return CompileError(
             "air-label-scf-for-to-ping-pong failed: block with no terminator "
-            f"({', '.join(f'{d}={dims[d]}' for d in padded)} leave remainder L2 tiles of {L2_TILE}, "
-            "so AMDAIEPackToDma left padded packs unconverted)",
+            f"({', '.join(f'{d}={dims[d]}' for d in padded)} not a multiple of the L2 tile {L2_TILE}: "
+            "AMDAIEPackToDma left the padded packs unconverted)",
             stage="compile", detail={"pass": "air-label-scf-for-to-ping-pong", "diagnostic": DIAG_PING_PONG,
                                      "dims": padded})
     half = AIE2_WRAP_UPPER_BOUND // 2
