@@ -134,6 +134,7 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
         sources.append({"file": str(path), "label": label, "host": session.get("host"),
                         "started": session.get("started"), "finished": session.get("finished"),
                         "argv": session.get("argv"), "exit_status": session.get("exit_status"),
+                        "fault": session.get("fault"), "golden_seed": session.get("golden_seed"),
                         "interrupted": session.get("interrupted"), "devices": sorted(devices)})
     cases = list(by_cell.values())
     session = {"merged_from": sources, "hw": hw, "interrupted": interrupted,

@@ -105,10 +105,10 @@ def render(ratio: np.ndarray, png: Path, *, title: str, subtitle: str = "", shap
     ax.set_xlabel("column" + (f" (blocks of {block[1]}, max shown)" if block[1] > 1 else ""))
     ax.set_ylabel("row" + (f" (blocks of {block[0]})" if block[0] > 1 else ""))
     ax.set_title(title, fontsize=9, loc="left")
-    ax.set_title("colour: |got - expected| / allowed\nabove 1 (yellow to dark red): over tolerance",
-                 fontsize=7, loc="right", color="#444444")
+    fig.text(0.99, 0.01, "colour: |got - expected| / allowed; above 1 (yellow to dark red): over tolerance",
+             fontsize=7, ha="right", va="bottom", color="#444444")
     if subtitle:
-        fig.text(0.01, 0.01, subtitle[:160], fontsize=8, ha="left", va="bottom")
+        fig.text(0.01, 0.045, subtitle[:160], fontsize=8, ha="left", va="bottom")
     ticks = [1e-3, 1e-2, 0.1, 0.5, 1.0, 2.0, 10.0, 100.0]
     bar = fig.colorbar(im, ax=ax, ticks=ticks, fraction=0.05)
     bar.ax.set_yticklabels(["0.001", "0.01", "0.1", "0.5", "1", "2", "10", "100"], fontsize=7)

@@ -41,8 +41,15 @@ def render(m: Model, heatmaps: dict[str, str], links: list[tuple[str, str]], exp
          f"<p class='headline' id='headline'>{_e(m.headline())}</p>"]
     h.append("<nav>" + "".join(f"<a href='{_rel(href)}'>{_e(label)}</a>" for label, href in links) + "</nav>")
     s = m.session
-    h.append(f"<p>hw: {_e(', '.join(s.get('hw') or []))} · fault: {_e(s.get('fault') or 'none')} · "
-             f"started {_e(s.get('started') or '?')} on {_e(s.get('host') or '?')}</p>")
+    if s.get("merged_from"):
+        h.append("<p>merged from: " + "; ".join(
+            f"{_e(x.get('label') or x.get('host') or '?')} ({_e(', '.join(x.get('devices') or []))}, "
+            f"host {_e(x.get('host') or '?')}, fault {_e(x.get('fault') or 'none')}, started {_e(x.get('started') or '?')})"
+            for x in s["merged_from"]) + "</p>")
+    else:
+        h.append(f"<p>hw: {_e(', '.join(s.get('hw') or []))} · fault: {_e(s.get('fault') or 'none')} · "
+                 f"golden seed {_e(s.get('golden_seed', 0))} · started {_e(s.get('started') or '?')} on "
+                 f"{_e(s.get('host') or '?')}</p>")
     h.append("<h2>Family × device</h2><table id='families'><tr><th>family</th>" +
              "".join(f"<th>{_e(d)}</th>" for d in devs) + "</tr>")
     for fam in m.families:

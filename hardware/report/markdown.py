@@ -12,7 +12,8 @@ def _cell(text: str) -> str:
 def _session_line(m: Model) -> str:
     s = m.session
     if s.get("merged_from"):
-        srcs = "; ".join(f"{x.get('label') or x.get('host') or '?'}: {x['file']} ({', '.join(x.get('devices') or [])})"
+        srcs = "; ".join(f"{x.get('label') or x.get('host') or '?'}: {x['file']} ({', '.join(x.get('devices') or [])}"
+                         + (f", fault {x['fault']}" if x.get("fault") else "") + ")"
                          for x in s["merged_from"])
         return f"Merged from {len(s['merged_from'])} runner(s): {srcs}"
     return (f"Session {s.get('started', '?')} on {s.get('host', '?')} · hw: {', '.join(s.get('hw') or []) or '?'} · "
