@@ -19,13 +19,15 @@ from golden.compare import Mismatch
 from hardware import devices, registry, results, runner, summary, verdicts
 from hardware.errors import Unsupported, VerdictError
 
-# Feature plugins (isolation, expectations, reports, ...) register themselves here.
-pytest_plugins: list[str] = []
-pytest_plugins.append("hardware.pypto.pto_cpp_option")
-pytest_plugins.append("hardware.expectations")
-pytest_plugins.append("hardware.report.plugin")
-pytest_plugins.append("hardware.npu.markers")
-pytest_plugins.append("hardware.hypothesis_profiles")
+# Feature plugins: each adds its options and hooks (pytest_accel_regress_* in hookspecs.py).
+pytest_plugins = [
+    "hardware.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
+    "hardware.report.plugin",           # markdown, html and heatmaps after results.json
+    "hardware.npu.markers",             # supported_devices, --npu-artifacts, --npu-mode
+    "hardware.pypto.pto_cpp_option",    # --pto-cpp: lint ptoas output
+    "hardware.qemu_rvv.report_plugin",  # RVV codegen scan in qemu-rvv / firesim records
+    "hardware.hypothesis_profiles",     # accel-ci (default) and explore profiles
+]
 
 _RECORD = pytest.StashKey[dict]()
 _PROP = "accel_regress"
@@ -339,7 +341,7 @@ def pytest_runtest_makereport(item, call):
     _classify(rec, report, call)
     if report.when == "teardown":
         record = _finish_record(rec)
-        item.config.hook.accel_regress_record(item=item, record=record)
+        item.config.hook.pytest_accel_regress_record(item=item, record=record)
         # Plain JSON types only: under xdist the record travels through execnet, which refuses str
         # subclasses such as torch's TorchVersion.
         record = json.loads(json.dumps(record, default=str))
@@ -458,7 +460,7 @@ def pytest_sessionfinish(session, exitstatus):
     data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus),
                        interrupted=interrupted, **({"stop_reason": _stop_reason} if _stop_reason else {}))
     session.config._accel_data = data
-    session.config.hook.accel_regress_session_finished(config=session.config, data=data,
+    session.config.hook.pytest_accel_regress_session_finished(config=session.config, data=data,
                                                        report_dir=sink.dir)
 
 

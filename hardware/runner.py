@@ -38,7 +38,12 @@ def execute(job: Job) -> dict[str, np.ndarray]:
     outputs = backend.run(job.case, job.inputs)
     fault = faults.load(job.fault)
     if fault is not None:
-        outputs = fault(job.case, dict(outputs))
+        try:
+            outputs = fault(job.case, dict(outputs))
+        except VerdictError as exc:
+            # Raised, not lived through: --max-hangs must not take it for a wedged device.
+            exc.detail.setdefault("injected_fault", job.fault)
+            raise
     if not isinstance(outputs, dict) or not all(isinstance(v, np.ndarray) for v in outputs.values()):
         raise Crash(f"{job.backend} returned {type(outputs).__name__}, not a dict of numpy arrays")
     return outputs
@@ -101,6 +106,20 @@ def invoke(job: Job) -> dict[str, np.ndarray]:
     return execute(job)
 
 
+_versions_seen: dict[str, dict] = {}
+
+
+def _versions(backend_name: str) -> dict:
+    """A backend's versions, asked once per process (after its device is held, so the device's
+    own facts are in them): they cannot change within a session."""
+    if backend_name not in _versions_seen:
+        try:
+            _versions_seen[backend_name] = {k: str(v) for k, v in registry.get(backend_name).versions().items()}
+        except Exception as exc:
+            return {"error": f"{backend_name}.versions() raised {type(exc).__name__}: {exc}"}
+    return _versions_seen[backend_name]
+
+
 def _after_hang(backend_name: str, run: "Run") -> None:
     """Give the backend its reset hook (in a fresh worker when isolated); note a failed reset."""
     try:
@@ -125,8 +144,8 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     if blocked:
         run.skip = blocked
         return run
-    run.versions = backend.versions()
     env = devices.acquire(backend.device_resource, backend_name) if devices is not None else {}
+    run.versions = _versions(backend_name)
     job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case), env)
     start = time.perf_counter()
     try:
@@ -141,6 +160,6 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     run.duration_s = time.perf_counter() - start
     if run.verdict == "HANG":
         _after_hang(backend_name, run)
-    if hang_guard is not None:
+    if hang_guard is not None and not (run.error and "injected_fault" in run.error.detail):
         hang_guard.record(backend_name, case.id, run.verdict)
     return run

@@ -37,7 +37,7 @@ class EmuBackend(Backend):
     def versions(self) -> dict[str, str]:
         import ml_dtypes
         import torch
-        return {"numpy": np.__version__, "torch": torch.__version__, "ml_dtypes": ml_dtypes.__version__,
+        return {"numpy": np.__version__, "torch": str(torch.__version__), "ml_dtypes": ml_dtypes.__version__,
                 "python": platform.python_version()}
 
     def timeout(self, case: Case) -> float:

@@ -4,11 +4,9 @@ For a test whose run went to ``qemu-rvv`` or ``firesim`` (both run IREE's riscv6
 case's program), the record's ``detail['codegen_scan']`` gets, per dispatch, the
 ``vfredusum`` / ``vfredosum`` counts and whether seed 004's hang signature appears
 (hardware/qemu_rvv/scan.py), whatever the verdict. The compile is the cached one the run used,
-so this costs a cache lookup. Register with ``pytest_plugins.append("hardware.qemu_rvv.report_plugin")``.
+so this costs a cache lookup.
 """
 from __future__ import annotations
-
-import pytest
 
 RISCV_BACKENDS = ("qemu-rvv", "firesim")
 
@@ -41,23 +39,5 @@ def add_scan(record: dict) -> None:
     record.setdefault("detail", {})["codegen_scan"] = scans
 
 
-def accel_regress_record(item, record):
-    add_scan(record)
-
-
-@pytest.hookimpl(optionalhook=True)
 def pytest_accel_regress_record(item, record):
     add_scan(record)
-
-
-# pytest calls only hook implementations named pytest_*; until the core's record hook is
-# reachable under such a name, the record is also completed here: this wrapper is outside the
-# core's (tryfirst), so at teardown the core has already put the record into user_properties.
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    if report.when == "teardown":
-        for key, value in report.user_properties:
-            if key == "accel_regress" and isinstance(value, dict):
-                add_scan(value)
-    return report
