@@ -45,9 +45,18 @@ def rerun_command(hw, shape) -> str:
     return shlex.join(argv)
 
 
+@pytest.fixture(scope="module")
+def property_hw(hw):
+    # A simulator runs ~1000x slower than the host: a default run would spend minutes here.
+    if hw.backend.kind in ("simulator", "fpga-simulation") and not hypothesis_profiles.exploring():
+        pytest.skip(f"{hw.name} is a simulator: the shape property runs there only with --hypothesis-profile explore")
+    return hw
+
+
 @settings(hypothesis_profiles.active())
 @given(shape=shapes)
-def test_matmul_shape_exact(hw, shape):
+def test_matmul_shape_exact(property_hw, shape):
+    hw = property_hw
     M, K, N = shape
     cfg = mm.MatmulConfig(M, K, N, mode="int")
     case = mm.make_case(cfg, hw.golden_seed)
