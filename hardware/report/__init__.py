@@ -18,12 +18,16 @@ from hardware.report import heatmap, html, markdown
 from hardware.report.tables import Model, slug
 
 MAX_HEATMAPS = 100
+MAX_KNOWN_HEATMAPS = 12
 
 
 def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, str]:
     """Render a PNG for every FAIL / XFAIL whose record points at a saved ratio map."""
     done: dict[str, str] = {}
-    wanted = [c for c in m.problems + m.known if (c.get("detail") or {}).get("heatmap")]
+    # Every failure (up to MAX_HEATMAPS); known bugs (XFAIL) fail the same way every run, so a few.
+    has = [c for c in m.problems if (c.get("detail") or {}).get("heatmap")]
+    known = [c for c in m.known if (c.get("detail") or {}).get("heatmap")][:MAX_KNOWN_HEATMAPS]
+    wanted = has + known
     if not wanted:
         return done
     try:
@@ -53,6 +57,8 @@ def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, st
             notes.append(f"no heatmap for {c['nodeid']}: {src}: {exc}")
     if len(wanted) > MAX_HEATMAPS:
         notes.append(f"heatmaps drawn for the first {MAX_HEATMAPS} of {len(wanted)} failures")
+    if len(m.known) > MAX_KNOWN_HEATMAPS:
+        notes.append(f"heatmaps drawn for {len(known)} of {len(m.known)} known bugs (XFAIL)")
     return done
 
 

@@ -47,10 +47,11 @@ def ratio_map(got, expected, *, atol=0.0, rtol=0.0, tol=None,
     for r0 in range(0, rows, step):
         g = g2[r0:r0 + step].astype(np.float64)
         e = e2[r0:r0 + step].astype(np.float64)
-        allowed = atol + rtol * np.abs(e)
-        if t2 is not None:
-            allowed = allowed + t2[r0:r0 + step]
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            allowed = atol + (rtol * np.abs(e) if rtol else 0.0)    # rtol 0 with an inf pad: 0, not NaN
+            if t2 is not None:
+                allowed = allowed + t2[r0:r0 + step]
+            allowed = np.where(np.isnan(allowed), 0.0, allowed)
             diff = np.abs(g - e)
             same = (np.isnan(g) & np.isnan(e)) | (np.isinf(g) & (g == e))
             diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
