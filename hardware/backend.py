@@ -19,9 +19,14 @@ class Backend:
         """None when usable here; otherwise what is missing and how to get it."""
         return None
 
+    def supports_op(self, op: str) -> Optional[str]:
+        """Why this backend can run no case of operator family ``op`` at all, or None (it may,
+        case by case). Asked at collection, so such tests SKIP before any input is generated."""
+        return None
+
     def supports(self, case: Case) -> Optional[str]:
         """None when this backend can run ``case``; otherwise why not."""
-        return None
+        return self.supports_op(case.op)
 
     def versions(self) -> dict[str, str]:
         """Toolchain and device versions that go into every result."""

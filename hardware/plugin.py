@@ -237,6 +237,29 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("hw", names, ids=names, indirect=True, scope="module")
 
 
+def pytest_collection_modifyitems(config, items):
+    """A backend that cannot run a family at all SKIPs its tests before any input is made."""
+    said: dict[tuple, Optional[str]] = {}
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        family = item.get_closest_marker("family")
+        if callspec is None or "hw" not in callspec.params or family is None:
+            continue
+        key = (callspec.params["hw"], family.args[0])
+        if key not in said:
+            name, op = key
+            reason = registry.availability(name)
+            said[key] = (f"backend {name} unavailable: {reason}" if reason
+                         else _op_reason(name, op))
+        if said[key]:
+            item.add_marker(pytest.mark.skip(reason=said[key]))
+
+
+def _op_reason(name: str, op: str) -> Optional[str]:
+    reason = registry.get(name).supports_op(op)
+    return f"{name}: {reason}" if reason else None
+
+
 @pytest.fixture(scope="module")
 def hw(request) -> Hardware:
     name = request.param
@@ -271,6 +294,7 @@ def _new_record(item) -> dict:
             "census": [], "detail": {}, "_runs": [], "_start": time.time()}
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest's own skip marks, so a SKIP is a result too
 def pytest_runtest_setup(item):
     global _current
     # Only suite cases (tests that run on a backend) are results; selftests are not.

@@ -29,9 +29,9 @@ class EmuBackend(Backend):
     description = "numerical models of each device (numpy/torch); every documented bug is an injectable fault"
     default_timeout_s = 60.0
 
-    def supports(self, case: Case) -> Optional[str]:
-        if _model(case.op) is None:
-            return f"emu has no model of operator {case.op!r} (add hardware/emu/{case.op}.py)"
+    def supports_op(self, op: str) -> Optional[str]:
+        if _model(op) is None:
+            return f"emu has no model of operator {op!r} (add hardware/emu/{op}.py)"
         return None
 
     def versions(self) -> dict[str, str]:

@@ -108,9 +108,9 @@ class FireSimBackend(Backend):
         _, reason = self.builder()
         return reason
 
-    def supports(self, case: Case) -> Optional[str]:
-        if case.op not in OPS:
-            return f"firesim runs the seed-004 micro-tests only ({', '.join(OPS)}), not {case.op!r}"
+    def supports_op(self, op: str) -> Optional[str]:
+        if op not in OPS:
+            return f"firesim runs the seed-004 micro-tests only ({', '.join(OPS)}), not {op!r}"
         return None
 
     def timeout(self, case: Case) -> float:

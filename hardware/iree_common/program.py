@@ -28,10 +28,14 @@ def program_module(op: str):
     return importlib.import_module(name)
 
 
-def unsupported(case: Case) -> Optional[str]:
-    if program_module(case.op) is None:
-        return f"no linalg program for operator {case.op!r} (add hardware/iree_common/programs/{case.op}.py)"
+def unsupported_op(op: str) -> Optional[str]:
+    if program_module(op) is None:
+        return f"no linalg program for operator {op!r} (add hardware/iree_common/programs/{op}.py)"
     return None
+
+
+def unsupported(case: Case) -> Optional[str]:
+    return unsupported_op(case.op)
 
 
 def program_for(case: Case) -> Program:

@@ -18,7 +18,7 @@ from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash, Unsupported
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import Program, program_for, unsupported
+from hardware.iree_common.program import Program, program_for, unsupported, unsupported_op
 
 HOST_FLAGS = ("--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -62,6 +62,9 @@ class IreeCpuBackend(Backend):
         except Exception as exc:
             return f"iree.runtime does not import ({type(exc).__name__}: {exc}): {compiler.PIP_HINT}"
         return None
+
+    def supports_op(self, op: str) -> Optional[str]:
+        return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported(case)

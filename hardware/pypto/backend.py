@@ -145,9 +145,9 @@ class PyptoBackend(Backend):
     def _probe(self) -> dict:
         return _probe(self.python, str(self.lib_root))
 
-    def supports(self, case: Case) -> Optional[str]:
-        if case.op != _SUPPORTED_OP:
-            return f"{self.name} runs pypto programs for {_SUPPORTED_OP} only, not {case.op!r}"
+    def supports_op(self, op: str) -> Optional[str]:
+        if op != _SUPPORTED_OP:
+            return f"{self.name} runs pypto programs for {_SUPPORTED_OP} only, not {op!r}"
         return None
 
     def versions(self) -> dict[str, str]:

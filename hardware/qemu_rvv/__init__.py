@@ -27,7 +27,7 @@ from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash, Hang, Unsupported
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import unsupported
+from hardware.iree_common.program import unsupported, unsupported_op
 from hardware.qemu_rvv import build, protocol, scan
 
 QEMU = "qemu-riscv64-static"
@@ -93,6 +93,9 @@ class QemuRvvBackend(Backend):
     def _variant_vlen(self, case: Case) -> tuple[str, int]:
         p = case.params if hasattr(case.params, "get") else {}
         return riscv.canonical(p.get("variant") or riscv.BASELINE_VARIANT), int(p.get("vlen") or riscv.BASELINE_VLEN)
+
+    def supports_op(self, op: str) -> Optional[str]:
+        return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported(case)
