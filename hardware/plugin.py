@@ -331,17 +331,22 @@ def _classify(rec: dict, report, call) -> None:
         rec["verdict"], rec["stage"] = exc.verdict, exc.stage
         rec["message"] = exc.message
         rec["detail"].update(exc.detail)
-        report.longrepr = _verdict_text(exc)
+        report.longrepr = _verdict_text(exc) + _notes(exc)
     elif isinstance(exc, Mismatch):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
         rec["census"].append(exc.census.to_json())
-        report.longrepr = str(exc)
+        report.longrepr = str(exc) + _notes(exc)
     elif isinstance(exc, AssertionError):
         rec["verdict"], rec["stage"] = verdicts.FAIL, "compare"
         rec["message"] = str(exc) or "assertion failed"
     else:
         rec["verdict"], rec["stage"] = verdicts.FAIL, "harness"
         rec["message"] = f"{report.when}: {type(exc).__name__}: {exc}" if exc else f"{report.when} failed"
+
+
+def _notes(exc: BaseException) -> str:
+    """Lines added with add_note (hypothesis's 'Falsifying example: ...' among them)."""
+    return "".join("\n" + n for n in getattr(exc, "__notes__", ()))
 
 
 def _verdict_text(exc: VerdictError) -> str:

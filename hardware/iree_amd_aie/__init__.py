@@ -38,7 +38,7 @@ import numpy as np
 from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import CompileError, Crash, Hang, Unsupported
-from hardware.iree_common.program import Program, program_for, unsupported
+from hardware.iree_common.program import Program, program_for, unsupported_op
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_BACKEND = "amd-aie"
@@ -160,8 +160,8 @@ class IreeAmdAieBackend(Backend):
                     "AMD Ryzen AI machine with the amdxdna kernel driver (amd/xdna-driver) and XRT")
         return None
 
-    def supports(self, case: Case) -> Optional[str]:
-        return unsupported(case)
+    def supports_op(self, op: str) -> Optional[str]:
+        return unsupported_op(op)
 
     def versions(self) -> dict[str, str]:
         compile_tool = tool("iree-compile")
