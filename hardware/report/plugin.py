@@ -21,7 +21,6 @@ from hardware.report.tables import slug
 
 _MAP = pytest.StashKey[dict]()
 _DONE = pytest.StashKey[bool]()
-_PROP = "accel_regress"
 _PLAIN_MARKS = {"parametrize", "usefixtures", "filterwarnings", "skip", "skipif", "xfail", "family", "timeout"}
 MAX_MAPS_PER_PROCESS = 200
 _saved = 0
@@ -115,10 +114,6 @@ def pytest_runtest_makereport(item, call):
                 info = {"error": f"{type(err).__name__}: {err}"}
             if info:
                 item.stash[_MAP] = info
-    if report.when == "teardown":
-        for key, record in report.user_properties:
-            if key == _PROP and isinstance(record, dict):
-                apply_record(item, record)
     return report
 
 
@@ -133,11 +128,6 @@ def apply_record(item, record: dict) -> None:
         detail["heatmap"] = info
 
 
-def accel_regress_record(item, record):
-    apply_record(item, record)
-
-
-@pytest.hookimpl(optionalhook=True)
 def pytest_accel_regress_record(item, record):
     apply_record(item, record)
 
@@ -154,26 +144,9 @@ def session_finished(config, data, report_dir) -> None:
         print(f"accel-regress: writing reports failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
-@pytest.hookimpl(trylast=True)
-def accel_regress_session_finished(config, data, report_dir):
-    session_finished(config, data, report_dir)
-
-
-@pytest.hookimpl(trylast=True, optionalhook=True)
+@pytest.hookimpl(trylast=True)        # after expectations.json is written
 def pytest_accel_regress_session_finished(config, data, report_dir):
     session_finished(config, data, report_dir)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_sessionfinish(session, exitstatus):
-    # A wrapper: runs after every plain and trylast sessionfinish, the core's and the
-    # expectations' (which writes expectations.json first).
-    result = yield
-    config = session.config
-    data = getattr(config, "_accel_data", None)
-    if data is not None:
-        session_finished(config, data, _report_dir(config))
-    return result
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

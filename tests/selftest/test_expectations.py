@@ -15,7 +15,7 @@ DEMO = textwrap.dedent('''
     from golden import assert_close
     from hardware import CompileError, Crash, Hang
 
-    pytestmark = pytest.mark.family("demo")
+    pytestmark = pytest.mark.family("gemm_partition_n")   # a family emu models (else the core SKIPs it)
 
     @pytest.mark.parametrize("n", [1, 2])
     def test_row0(hw, n):
@@ -268,3 +268,14 @@ def test_under_xdist_the_controller_reports_the_same(demo, monkeypatch):
     summary = json.loads((demo.path / "reports" / "expectations.json").read_text())
     assert sorted(e["test"] for e in summary["stale"]) == ["test_demo.py::test_gone", "test_demo.py::test_row0[{7,8}]"]
     assert len(list((demo.path / "reports" / "heatmaps").glob("*.png"))) == 2   # arrays saved by the workers
+
+
+def test_an_unavailable_backend_keeps_its_own_skip_reason(demo):
+    (demo.path / "expectations" / "npu.toml").write_text(X.render([_entry("test_demo.py::test_hangs", "HANG", backend="npu")]))
+    _run(demo, "--hw", "emu,npu")
+    cases = _by_test(_results(demo))
+    npu = cases["test_hangs[npu]"]
+    assert npu["verdict"] == "SKIP" and npu["message"].startswith("backend npu unavailable")
+    assert "expectation" not in npu["detail"]
+    stale = json.loads((demo.path / "reports" / "expectations.json").read_text())["stale"]
+    assert not [e for e in stale if e["backend"] == "npu"]          # it matched a test: not stale

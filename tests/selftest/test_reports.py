@@ -23,7 +23,7 @@ FAILING = textwrap.dedent('''
     import pytest
     from golden import assert_close
 
-    pytestmark = pytest.mark.family("demo")
+    pytestmark = pytest.mark.family("gemm_partition_n")   # a family emu models (else the core SKIPs it)
 
     def test_tile_row0(hw):
         want = np.linspace(-1, 1, 16 * 256).reshape(16, 256)
@@ -67,7 +67,7 @@ def test_every_report_is_written(run_dir):
 def test_summary_markdown_matrix_then_failures_with_census(run_dir):
     md = (run_dir / "summary.md").read_text()
     assert md.startswith("# accel-regress report\n\n**3 cases on 1 device(s): 1 PASS, 2 FAIL (2 problems)**")
-    assert "| family | emu |\n|---|---|\n| demo | 1 PASS, 2 FAIL |" in md
+    assert "| family | emu |\n|---|---|\n| gemm_partition_n | 1 PASS, 2 FAIL |" in md
     assert "| `test_demo.py::test_tile_row0` | FAIL |" in md
     assert md.index("## Family × device") < md.index("## Test × device") < md.index("## Failures (2)")
     tile = md[md.index("### FAIL · emu · `test_demo.py::test_tile_row0[emu]`"):]
