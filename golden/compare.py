@@ -99,11 +99,13 @@ class Census:
 
 
 class Mismatch(AssertionError):
-    """An output that is not close to its reference; carries the census for the report."""
+    """An output that is not close to its reference; carries the census for the report, and the
+    compared arrays with their allowance (got, expected, atol, rtol, tol) for heatmaps."""
 
-    def __init__(self, census: Census):
+    def __init__(self, census: Census, arrays: Optional[dict] = None):
         super().__init__(census.describe())
         self.census = census
+        self.arrays = arrays
 
 
 def _finite_or_str(x):
@@ -220,8 +222,12 @@ def assert_close(got, expected, **kw) -> Census:
     """``census`` that raises ``Mismatch`` unless everything is within tolerance."""
     c = census(got, expected, **kw)
     if not c.ok:
-        raise Mismatch(c)
+        raise Mismatch(c, _arrays(got, expected, **kw))
     return c
+
+
+def _arrays(got, expected, *, atol=0.0, rtol=0.0, tol=None, **_) -> dict:
+    return {"got": got, "expected": expected, "atol": atol, "rtol": rtol, "tol": tol}
 
 
 def _unravel(flat, shape) -> tuple:

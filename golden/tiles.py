@@ -264,8 +264,8 @@ def tile_findings(got: np.ndarray, ref: np.ndarray, tol: np.ndarray, cfg: TileCo
 class TileMismatch(Mismatch):
     """A tile that is not close to its reference; the message adds the tile's own findings."""
 
-    def __init__(self, c: Census, findings: list[str]):
-        super().__init__(c)
+    def __init__(self, c: Census, findings: list[str], arrays: Optional[dict] = None):
+        super().__init__(c, arrays)
         self.findings = findings
         self.args = (c.describe() + "\n" + "\n".join(findings),)
 
@@ -280,7 +280,7 @@ def assert_tile_close(got: np.ndarray, ref: np.ndarray, cfg: TileConfig, name: s
     c = census(g, ref, tol=tol, name=name)
     if not c.ok:
         findings = [] if c.shape_error else tile_findings(got, ref, tol, cfg)
-        raise TileMismatch(c, findings)
+        raise TileMismatch(c, findings, {"got": g, "expected": ref, "tol": tol})
     return c
 
 

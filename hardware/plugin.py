@@ -82,7 +82,7 @@ def pytest_configure(config):
     report_dir = Path(config.getoption("report_dir"))
     if not config.option.xmlpath and not hasattr(config, "workerinput"):
         config.option.xmlpath = str(report_dir / "junit.xml")
-    if not config.getoption("markexpr", None) and not config.getoption("keyword", None):
+    if not config.getoption("markexpr", None):   # -k selects within the default set; -m replaces it
         config.option.markexpr = "not large"
     runner.observer = _observe
     global _config, _started

@@ -105,7 +105,7 @@ def timeout(case: Case) -> float:
     return 60.0 + p["M"] * p["K"] * p["N"] / 2e9    # ~2 GMAC/s on two slow cores, with headroom
 
 
-def _parts(case: Case, outputs) -> tuple[int, int, int]:
+def _parts(case: Case) -> tuple[int, int, int]:
     p = case.params
     return p["partition_N"], p["M"], p["N"] // p["partition_N"]
 
@@ -115,9 +115,9 @@ def forward_shape(case: Case, outputs: dict) -> dict:
     shape, so forward() divides N by partition_N a second time: it reads each C_i buffer as if it
     were (M, N_padded/partition_N) wide and stitches those, giving N_padded/partition_N columns
     of values from the wrong positions (N_padded being IRON's padded per-partition width)."""
-    P, M, _ = _parts(case, outputs)
-    if case.op != "gemm_partition_n" or P < 2:
+    if case.op != "gemm_partition_n" or case.params["partition_N"] < 2:
         return outputs
+    P, M, _ = _parts(case)
     width = outputs["C_0"].shape[1] // P
     parts = [np.ascontiguousarray(outputs[f"C_{i}"]).ravel()[:M * width].reshape(M, width) for i in range(P)]
     outputs["forward"] = np.concatenate(parts, axis=1)[None]
@@ -127,9 +127,9 @@ def forward_shape(case: Case, outputs: dict) -> dict:
 def stale_dma(case: Case, outputs: dict) -> dict:
     """Seed 000 bug 2: runlist entries share one kernel handle and instruction binary, so entries
     after the first compute with the first entry's DMA bindings: C_0 is right, C_1.. repeat it."""
-    P, M, n_part = _parts(case, outputs)
-    if case.op != "gemm_partition_n" or P < 2:
+    if case.op != "gemm_partition_n" or case.params["partition_N"] < 2:
         return outputs
+    P, M, n_part = _parts(case)
     for i in range(1, P):
         outputs[f"C_{i}"] = outputs["C_0"].copy()
     outputs["forward"] = np.concatenate([outputs[f"C_{i}"][:M, :n_part] for i in range(P)], axis=1)[None]

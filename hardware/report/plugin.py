@@ -1,10 +1,8 @@
 """The report part of the pytest plugin: saves the ratio map of every census failure while the
 arrays are at hand, and writes summary.md / index.html / heatmaps when the session ends.
 
-The census (golden/compare.py) keeps no arrays, so the ratio map is taken where the Mismatch is
-raised: from ``Mismatch.arrays`` when the census provides it, else from the locals of
-golden.compare.assert_close in the exception's traceback (got, expected and its tolerance
-keywords). The map is block-maxed down to at most 256 x 512 and saved with np.save
+The ratio map is taken from the compared arrays a ``golden.compare.Mismatch`` carries
+(``exc.arrays``), block-maxed down to at most 256 x 512 and saved with np.save
 (allow_pickle=False) into <report-dir>/arrays/; the record's detail['heatmap'] points at it.
 """
 from __future__ import annotations
@@ -51,33 +49,11 @@ def _mismatch(exc: Optional[BaseException]):
 
 
 def _arrays(exc) -> Optional[tuple]:
-    """(got, expected, atol, rtol, tol) of a Mismatch, if they can be found.
-
-    ``Mismatch.arrays`` when the census gives it; else the locals of the golden/ function that
-    raised it (innermost first): ``got`` and ``expected`` (or ``ref``) with the tolerance it
-    compared them with (``atol`` / ``rtol`` / ``tol``, directly or in ``kw``). Only golden/
-    frames are read: a test's own locals may hold other arrays under the same names.
-    """
+    """(got, expected, atol, rtol, tol) of a Mismatch."""
     arrays = getattr(exc, "arrays", None)
-    if isinstance(arrays, dict) and "got" in arrays and "expected" in arrays:
-        return (arrays["got"], arrays["expected"], arrays.get("atol", 0.0), arrays.get("rtol", 0.0), arrays.get("tol"))
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    for frame in reversed(frames):
-        if not str(frame.f_globals.get("__name__", "")).startswith("golden."):
-            continue
-        loc = frame.f_locals
-        got = loc.get("got")
-        want = loc.get("expected", loc.get("ref"))
-        if not (isinstance(got, np.ndarray) or hasattr(got, "__array__")) or want is None:
-            continue
-        kw = loc.get("kw") if isinstance(loc.get("kw"), dict) else {}
-        return (got, want, loc.get("atol", kw.get("atol", 0.0)), loc.get("rtol", kw.get("rtol", 0.0)),
-                loc.get("tol", kw.get("tol")))
-    return None
+    if not isinstance(arrays, dict) or "got" not in arrays or "expected" not in arrays:
+        return None
+    return (arrays["got"], arrays["expected"], arrays.get("atol", 0.0), arrays.get("rtol", 0.0), arrays.get("tol"))
 
 
 def _save_map(item, exc) -> Optional[dict]:

@@ -42,3 +42,10 @@ def test_clean_emu_run_is_not_a_hang():
     assert set(runner.execute(runner.Job("emu", case, R.make_inputs(case)))) == {"y"}
     with pytest.raises(Hang):
         faults.builtin()["saturn-f32-reduction-hang"](case, {})
+
+
+def test_without_the_vector_extension_the_fault_does_not_hang():
+    # Seed 004: dropping +v (the _opu_novec build) makes the same reductions pass.
+    case = R.make_case("softmax", R.SEED_SHAPES["softmax"], variant="novec")
+    out = {"y": object()}
+    assert faults.builtin()["saturn-f32-reduction-hang"](case, out) is out
