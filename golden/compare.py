@@ -118,12 +118,30 @@ def _span(word: str, ab) -> str:
     return f"{word} {a}" if a == b else f"{word}s {a}-{b}"
 
 
-def _as_2d(a: np.ndarray) -> np.ndarray:
+def as_rows(a: np.ndarray) -> np.ndarray:
+    """The 2-D view every report uses: leading axes folded into rows, the last axis as columns."""
     if a.ndim == 0:
         return a.reshape(1, 1)
     if a.ndim == 1:
         return a.reshape(1, -1)
     return a.reshape(-1, a.shape[-1])
+
+
+def diff_and_allowed(g: np.ndarray, e: np.ndarray, atol=0.0, rtol=0.0, tol=None):
+    """|g - e| and the allowed difference atol + rtol*|e| + tol, elementwise in float64.
+
+    Equal NaNs and equal infinities differ by 0; NaN against a number is infinitely far; an
+    infinite reference (a +-inf pad value) allows nothing but itself."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        allowed = atol + rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
+        if tol is not None:
+            allowed = allowed + tol
+        allowed = np.where(np.isinf(e), 0.0, allowed)
+        diff = np.abs(g - e)
+        same = (np.isnan(g) & np.isnan(e)) | (np.isinf(g) & np.isinf(e) & (g == e))
+        diff = np.where(same, 0.0, diff)
+        diff = np.where(np.isnan(diff), np.inf, diff)
+    return diff, allowed
 
 
 def census(got, expected, *, atol=0.0, rtol=0.0, tol=None, min_corr=None, name="output") -> Census:
@@ -142,8 +160,8 @@ def census(got, expected, *, atol=0.0, rtol=0.0, tol=None, min_corr=None, name="
     c.elements = int(expected.size)
     if c.elements == 0:
         return c
-    g2, e2 = _as_2d(got), _as_2d(expected)
-    tol2 = None if tol is None else _as_2d(np.broadcast_to(np.asarray(tol, np.float64), expected.shape))
+    g2, e2 = as_rows(got), as_rows(expected)
+    tol2 = None if tol is None else as_rows(np.broadcast_to(np.asarray(tol, np.float64), expected.shape))
     rows, cols = e2.shape
     step = max(1, _CHUNK_ELEMENTS // max(cols, 1))
     with np.errstate(invalid="ignore", over="ignore"):
@@ -162,16 +180,7 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape) -> Census
     for r0 in range(0, rows, step):
         g = g2[r0:r0 + step].astype(np.float64)
         e = e2[r0:r0 + step].astype(np.float64)
-        allowed = atol + rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
-        if tol2 is not None:
-            allowed = allowed + tol2[r0:r0 + step]
-        # An infinite reference (a -inf/+inf pad value) allows nothing but itself.
-        allowed = np.where(np.isinf(e), 0.0, allowed)
-        diff = np.abs(g - e)
-        both_nan = np.isnan(g) & np.isnan(e)
-        same_inf = np.isinf(g) & np.isinf(e) & (g == e)
-        diff = np.where(both_nan | same_inf, 0.0, diff)
-        diff = np.where(np.isnan(diff), np.inf, diff)   # NaN against a number counts as infinitely far
+        diff, allowed = diff_and_allowed(g, e, atol, rtol, None if tol2 is None else tol2[r0:r0 + step])
         c.differ += int(np.count_nonzero(diff))
         bad = diff > allowed
         c.over_tolerance += int(np.count_nonzero(bad))

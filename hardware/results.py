@@ -19,27 +19,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from hardware.atomic import write_atomic
+
 SCHEMA = "accel-regress/results"
 SCHEMA_VERSION = 1
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def append_line(path: Path, record: dict) -> None:

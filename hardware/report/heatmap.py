@@ -14,6 +14,8 @@ from typing import Optional
 
 import numpy as np
 
+from golden.compare import as_rows, diff_and_allowed
+
 MAX_ROWS, MAX_COLS = 256, 512
 _CHUNK_ELEMENTS = 1 << 22
 # Ratio bins: five shades for "within tolerance", four for "over"; boundaries read at a glance.
@@ -23,22 +25,14 @@ COLORS = ["#f7fbff", "#c6dbef", "#9ecae1", "#6baed6", "#3182bd",     # within: b
 _BIG = np.float32(1e30)      # stands for "no allowance at all and a difference" (inf) on disk
 
 
-def _as_2d(a: np.ndarray) -> np.ndarray:
-    if a.ndim == 0:
-        return a.reshape(1, 1)
-    if a.ndim == 1:
-        return a.reshape(1, -1)
-    return a.reshape(-1, a.shape[-1])
-
-
 def ratio_map(got, expected, *, atol=0.0, rtol=0.0, tol=None,
               max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> Optional[dict]:
     """Block-max of |got - expected| / allowed over the last two axes; None on a shape mismatch."""
     got, expected = np.asarray(got), np.asarray(expected)
     if got.shape != expected.shape or expected.size == 0:
         return None
-    g2, e2 = _as_2d(got), _as_2d(expected)
-    t2 = None if tol is None else _as_2d(np.broadcast_to(np.asarray(tol, np.float64), expected.shape))
+    g2, e2 = as_rows(got), as_rows(expected)
+    t2 = None if tol is None else as_rows(np.broadcast_to(np.asarray(tol, np.float64), expected.shape))
     rows, cols = e2.shape
     br, bc = max(1, math.ceil(rows / max_rows)), max(1, math.ceil(cols / max_cols))
     out_rows, out_cols = math.ceil(rows / br), math.ceil(cols / bc)
@@ -47,14 +41,8 @@ def ratio_map(got, expected, *, atol=0.0, rtol=0.0, tol=None,
     for r0 in range(0, rows, step):
         g = g2[r0:r0 + step].astype(np.float64)
         e = e2[r0:r0 + step].astype(np.float64)
+        diff, allowed = diff_and_allowed(g, e, atol, rtol, None if t2 is None else t2[r0:r0 + step])
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            allowed = atol + (rtol * np.abs(e) if rtol else 0.0)    # rtol 0 with an inf pad: 0, not NaN
-            if t2 is not None:
-                allowed = allowed + t2[r0:r0 + step]
-            allowed = np.where(np.isnan(allowed), 0.0, allowed)
-            diff = np.abs(g - e)
-            same = (np.isnan(g) & np.isnan(e)) | (np.isinf(g) & (g == e))
-            diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
             r = np.where(allowed > 0, diff / np.where(allowed > 0, allowed, 1.0),
                          np.where(diff > 0, np.inf, 0.0))
         r = np.minimum(r, _BIG)
