@@ -3,6 +3,7 @@
 the same page and heatmap checked in a real headless Chromium."""
 import json
 import re
+import os
 import shutil
 import subprocess
 import textwrap
@@ -201,10 +202,11 @@ def test_index_and_heatmap_in_headless_chromium(run_dir, tmp_path):
     png = next((run_dir / "heatmaps").glob("test_tile_row0*.png")).resolve()
     _shoot(png.as_uri(), heat, tmp_path / "profile3", size="1000,500")
     assert len(_over_pixels(image.imread(heat))) > 20
-    keep = Path(__file__).resolve().parents[2] / "reports" / "selftest-browser"
-    keep.mkdir(parents=True, exist_ok=True)
-    shutil.copy(shot, keep / "index.png")            # for a person to look at
-    shutil.copy(heat, keep / "heatmap.png")
+    keep = os.environ.get("ACCEL_KEEP_SCREENSHOTS")     # a folder, for a person to look at
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / "index.png")
+        shutil.copy(heat, Path(keep) / "heatmap.png")
 
 
 def test_seed002_tile_mismatch_gives_its_arrays():
