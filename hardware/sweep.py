@@ -147,18 +147,26 @@ def parser(prog: str = "python -m hardware sweep") -> argparse.ArgumentParser:
     return p
 
 
+def fault_error(prog: str, spec) -> bool:
+    """Say on stderr why --fault cannot be loaded; True when it cannot."""
+    if not spec:
+        return False
+    from hardware import faults
+    try:
+        faults.load(spec)
+    except Exception as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return True
+    return False
+
+
 def main(argv=None, prog: str = "python -m hardware sweep") -> int:
     args = parser(prog).parse_args(argv)
     if args.hw not in registry.KNOWN:
         print(f"{prog}: unknown backend {args.hw!r}; known: {', '.join(registry.KNOWN)}", file=sys.stderr)
         return 2
-    if args.fault:
-        from hardware import faults
-        try:
-            faults.load(args.fault)
-        except Exception as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
-            return 2
+    if fault_error(prog, args.fault):
+        return 2
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)
     label = f"{args.op} on {args.hw}" + (f" with fault {args.fault}" if args.fault else "")

@@ -33,13 +33,8 @@ def main(argv=None) -> int:
         if action.dest == "op":
             action.help = "operator (only matmul)"
     args = p.parse_args(argv)
-    if args.fault:
-        from hardware import faults
-        try:
-            faults.load(args.fault)
-        except Exception as exc:
-            print(f"{PROG}: {exc}", file=sys.stderr)
-            return 2
+    if sweep.fault_error(PROG, args.fault):
+        return 2
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)
     if reason:
