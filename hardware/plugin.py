@@ -378,15 +378,21 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def _finish_record(rec: dict) -> dict:
-    global _current
-    runs = rec.pop("_runs")
-    out = dict(rec)
-    out["duration_s"] = round(time.time() - out.pop("_start"), 4)
+def _as_result(rec: dict) -> dict:
+    """A results.json case from a live record (which keeps its Run objects and start time)."""
+    out = {k: v for k, v in rec.items() if k not in ("_runs", "_start")}
+    runs = rec["_runs"]
+    out["duration_s"] = round(time.time() - rec["_start"], 4)
     out["runs"] = [r.to_json() for r in runs]
     out["versions"] = runs[0].versions if runs else {}
     if out["family"] is None and runs:
         out["family"] = runs[0].case.op
+    return out
+
+
+def _finish_record(rec: dict) -> dict:
+    global _current
+    out = _as_result(rec)
     if out["verdict"] is None:
         out["verdict"] = verdicts.PASS
     _current = None
@@ -402,10 +408,7 @@ def _backends_info(names) -> dict:
         b = registry.get(name)
         entry = {"selected": name in names, "available": reason is None, "reason": reason, "kind": b.kind}
         if reason is None and name in names:
-            try:
-                entry["versions"] = b.versions()
-            except Exception as exc:
-                entry["versions"] = {"error": f"{type(exc).__name__}: {exc}"}
+            entry["versions"] = runner.versions_of(name)
         info[name] = entry
     return info
 
@@ -455,11 +458,7 @@ def _interrupted_records(session, reason: str) -> list[dict]:
     out = []
     for nodeid, start in list(_started.items()):
         if _current is not None and _current["nodeid"] == nodeid:
-            rec = dict(_current)
-            runs = rec.pop("_runs")
-            rec.pop("_start", None)
-            rec["runs"] = [r.to_json() for r in runs]
-            rec["versions"] = runs[0].versions if runs else {}
+            rec = _as_result(_current)
         else:
             item = items.get(nodeid)
             if item is not None and "hw" not in getattr(item, "fixturenames", ()):

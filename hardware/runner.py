@@ -109,7 +109,7 @@ def invoke(job: Job) -> dict[str, np.ndarray]:
 _versions_seen: dict[str, dict] = {}
 
 
-def _versions(backend_name: str) -> dict:
+def versions_of(backend_name: str) -> dict:
     """A backend's versions, asked once per process (after its device is held, so the device's
     own facts are in them): they cannot change within a session."""
     if backend_name not in _versions_seen:
@@ -145,7 +145,7 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
         run.skip = blocked
         return run
     env = devices.acquire(backend.device_resource, backend_name) if devices is not None else {}
-    run.versions = _versions(backend_name)
+    run.versions = versions_of(backend_name)
     job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case), env)
     start = time.perf_counter()
     try:

@@ -1,6 +1,8 @@
 """``firesim``: one FireSim (or metasimulation) workload per micro-test; the verdict comes from its logs.
 
-Per case: build the boot binary with the qemu-rvv harness (``uart_outputs=True``), write
+Per case: build the boot binary -- the qemu-rvv harness built bare-metal
+(``build_harness(..., uart_outputs=True, target="baremetal")``: linked at 0x80000000, console and
+exit through HTIF, hardware/qemu_rvv/baremetal.py) from the run's inputs -- write
 ``workloads/<name>.json``, derive a runtime config from the user's (this workload, ``+max-cycles``),
 run ``firesim infrasetup`` (it copies the boot binary to the run farm) and ``firesim runworkload``,
 each under a wall-clock bound, find the newest results folder, classify its uartlog (and
@@ -50,6 +52,23 @@ KILL_S = 300.0
 Builder = Callable[..., Path]   # build_harness(case, variant, out_dir, uart_outputs=True) -> Path
 
 
+class BareMetalBuilder:
+    """The default builder: the qemu-rvv harness as a bare-metal image FireSim can boot, built
+    from the inputs the run was given (an injected builder gets none and makes its own)."""
+
+    takes_inputs = True
+
+    def __init__(self, build_harness: Callable[..., Path], toolchain_missing: Callable[[str], Optional[str]]):
+        self._build, self._missing = build_harness, toolchain_missing
+
+    def missing(self) -> Optional[str]:
+        return self._missing("baremetal")
+
+    def __call__(self, case: Case, variant: str, out_dir: Path, uart_outputs: bool = True, *,
+                 inputs: Optional[Mapping[str, np.ndarray]] = None) -> Path:
+        return self._build(case, variant, out_dir, uart_outputs, inputs=inputs, target="baremetal")
+
+
 class Incomplete(VerdictError):
     """Stopped by the cycle or wall-clock bound while still making progress: FAIL at stage run, not HANG."""
     verdict = "FAIL"
@@ -57,11 +76,15 @@ class Incomplete(VerdictError):
 
 def _default_builder() -> tuple[Optional[Builder], Optional[str]]:
     try:
-        from hardware.qemu_rvv.build import build_harness
+        from hardware.qemu_rvv.build import build_harness, toolchain_missing
     except Exception as exc:   # the qemu-rvv backend owns the harness; without it there is no boot binary
         return None, (f"the boot binary is built by hardware.qemu_rvv.build.build_harness, which cannot be "
                       f"imported ({type(exc).__name__}: {exc})")
-    return build_harness, None
+    builder = BareMetalBuilder(build_harness, toolchain_missing)
+    reason = builder.missing()
+    if reason:
+        return None, f"the boot binary (the bare-metal harness) cannot be built here: {reason}"
+    return builder, None
 
 
 def _yaml():
@@ -166,7 +189,8 @@ class FireSimBackend(Backend):
         wl = None
         self.last_record = {"case": case.id, "variant": variant}
         try:
-            boot = Path(build(case, variant, work / "build", uart_outputs=True))
+            extra = {"inputs": inputs} if getattr(build, "takes_inputs", False) else {}
+            boot = Path(build(case, variant, work / "build", uart_outputs=True, **extra))
             if not boot.is_file():
                 raise Crash(f"build_harness returned {boot}, which is not a file", stage="build")
             reason = bootbin.unbootable_reason(boot)

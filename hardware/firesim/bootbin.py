@@ -51,5 +51,5 @@ def unbootable_reason(path: Path) -> Optional[str]:
     if min(loads) < DRAM_BASE:
         return (f"{path}: loads at {min(loads):#x}, below target DRAM at {DRAM_BASE:#x}: a Linux user-mode "
                 f"executable, which FireSim cannot boot; build the harness bare-metal (linked at "
-                f"{DRAM_BASE:#x}, printing through the target UART)")
+                f"{DRAM_BASE:#x}, printing through HTIF: build_harness(..., target=\"baremetal\"))")
     return None

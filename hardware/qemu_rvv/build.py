@@ -1,6 +1,6 @@
 """Build the RISC-V harness executable for one case and one flag variant.
 
-``build_harness(case, variant, out_dir, uart_outputs, *, inputs, iterations=1, rdcycle=False)``
+``build_harness(case, variant, out_dir, uart_outputs, *, inputs, iterations=1, rdcycle=False, target="linux")``
 
 Contract:
 - IREE compiles ``program_for(case)`` for riscv64 with the variant's flags
@@ -23,6 +23,9 @@ Contract:
   because Linux may forbid user-mode counter reads; without it ``cyc=0``.
 - clang-16 links the harness statically (``--target=riscv64-linux-gnu -static``, lld) against
   the Debian riscv64 glibc; the executable is ``<out_dir>/harness`` and is returned.
+- ``target="baremetal"``: the same harness and tables linked as a bare-metal image at 0x80000000
+  (crt0, HTIF console and exit, picolibc: hardware/qemu_rvv/baremetal.py), what FireSim boots;
+  outputs always as ``[out]`` lines. ``"linux"`` (the default) is the executable described above.
 - Raises ``hardware.CompileError`` (stage compile: the compiler's diagnostic; stage build: the
   schedule could not be read or clang failed, with its output) and never returns a half-written
   file: the executable is linked under a temporary name and renamed.
@@ -58,8 +61,21 @@ _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np
            np.dtype(np.int8): "i8", np.dtype(np.int64): "i64"}
 
 
-def toolchain_missing() -> Optional[str]:
-    """None when clang-16, lld and the riscv64 glibc are here; else what is missing and the fix."""
+TARGETS = ("linux", "baremetal")
+
+
+def _check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise ValueError(f"unknown harness target {target!r}; known: {', '.join(TARGETS)}")
+
+
+def toolchain_missing(target: str = "linux") -> Optional[str]:
+    """None when clang-16, lld and the riscv64 glibc (linux) or picolibc (baremetal) are here;
+    else what is missing and the fix."""
+    _check_target(target)
+    if target == "baremetal":
+        from hardware.qemu_rvv import baremetal
+        return baremetal.toolchain_missing(CLANG)
     missing = [t for t in (CLANG, "ld.lld-16") if shutil.which(t) is None and not Path(f"/usr/bin/{t}").exists()]
     if not (SYSROOT / "lib" / "libc.a").exists():
         missing.append(f"{SYSROOT}/lib/libc.a (libc6-dev-riscv64-cross)")
@@ -175,8 +191,15 @@ def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
     return out
 
 
-def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: bool, rdcycle: bool) -> None:
+def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: bool, rdcycle: bool,
+         target: str = "linux") -> None:
     """Compile ``sources`` (harness.c comes from the object cache) and link them statically."""
+    _check_target(target)
+    if target == "baremetal":
+        from hardware.qemu_rvv import baremetal
+        baremetal.link(CLANG, _run_clang, HARNESS_DIR, sources, objects, out, uart_outputs=uart_outputs,
+                       rdcycle=rdcycle)
+        return
     objs = list(objects)
     srcs = []
     for src in sources:
@@ -192,7 +215,7 @@ def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: b
 
 
 def build_key(compiled: compiler.Compiled, inputs: Mapping[str, np.ndarray], uart_outputs: bool,
-              iterations: int, rdcycle: bool) -> str:
+              iterations: int, rdcycle: bool, target: str = "linux") -> str:
     h = hashlib.sha256()
     h.update(compiled.dir.name.encode())
     for name in sorted(inputs):
@@ -202,6 +225,9 @@ def build_key(compiled: compiler.Compiled, inputs: Mapping[str, np.ndarray], uar
     for f in sorted(HARNESS_DIR.iterdir()):
         h.update(f.read_bytes())
     h.update(f"{uart_outputs}|{iterations}|{rdcycle}|{CLANG}".encode())
+    if target != "linux":       # linux keys stay what they were: existing cached builds remain valid
+        from hardware.qemu_rvv import baremetal
+        h.update(f"|{target}|{baremetal.runtime_digest()}".encode())
     return h.hexdigest()
 
 
@@ -220,9 +246,12 @@ def inputs_for(case: Case) -> dict[str, np.ndarray]:
 
 def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, *,
                   inputs: Optional[Mapping[str, np.ndarray]] = None, iterations: int = 1, rdcycle: bool = False,
-                  program: Optional[Program] = None) -> Path:
-    """See the module docstring. Returns ``<out_dir>/harness``."""
-    reason = toolchain_missing()
+                  program: Optional[Program] = None, target: str = "linux") -> Path:
+    """See the module docstring. Returns ``<out_dir>/harness`` (``<out_dir>/harness.elf`` for
+    ``target="baremetal"``)."""
+    reason = toolchain_missing(target)
+    if target == "baremetal" and not uart_outputs:
+        raise CompileError("the bare-metal harness has no file system: it needs uart_outputs=True", stage="build")
     if reason:
         raise CompileError(reason, stage="build", detail={"diagnostic": reason})
     if inputs is None:
@@ -243,21 +272,23 @@ def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, 
     with tempfile.TemporaryDirectory(prefix="harness-", dir=out_dir) as tmp:
         work = Path(tmp)
         sources = generate(program, compiled, schedule, inputs, work, iterations)
-        link(sources, [compiled.dir / "lib.o"], out_dir / "harness", uart_outputs=uart_outputs, rdcycle=rdcycle)
-    return out_dir / "harness"
+        exe = out_dir / ("harness.elf" if target == "baremetal" else "harness")
+        link(sources, [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs, rdcycle=rdcycle, target=target)
+    return exe
 
 
 def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *, uart_outputs: bool = True,
-                   iterations: int = 1, rdcycle: bool = False, root: Optional[Path] = None) -> tuple[Path, compiler.Compiled]:
+                   iterations: int = 1, rdcycle: bool = False, root: Optional[Path] = None,
+                   target: str = "linux") -> tuple[Path, compiler.Compiled]:
     """``build_harness`` into ``<cache>/qemu-rvv/<key>/`` unless that build exists already."""
     variant = riscv.canonical(variant)
     program = program_for(case)
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}")
-    key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle)
+    key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target)
     root = root or compiler.cache_root().parent / "qemu-rvv"
     out = root / key[:32]
-    exe = out / "harness"
+    exe = out / ("harness.elf" if target == "baremetal" else "harness")
     if not exe.is_file():
         build_harness(case, variant, out, uart_outputs, inputs=inputs, iterations=iterations, rdcycle=rdcycle,
-                      program=program)
+                      program=program, target=target)
     return exe, compiled
