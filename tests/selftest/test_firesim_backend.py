@@ -96,11 +96,14 @@ def test_availability_names_what_is_missing(env, deploy):
 def test_availability_without_the_harness_builder(env):
     reason = FireSimBackend(env=env).availability()
     try:
-        import hardware.qemu_rvv.build  # noqa: F401
+        from hardware.qemu_rvv.build import toolchain_missing
     except Exception:
         assert "hardware.qemu_rvv.build.build_harness" in reason
     else:
-        assert reason is None
+        # the default builder makes the bare-metal image: available once that build is possible
+        missing = toolchain_missing("baremetal")
+        assert reason == (None if missing is None else
+                          f"the boot binary (the bare-metal harness) cannot be built here: {missing}")
 
 
 def test_supports_only_the_micro_tests(env):
