@@ -66,7 +66,9 @@ class BareMetalBuilder:
 
     def __call__(self, case: Case, variant: str, out_dir: Path, uart_outputs: bool = True, *,
                  inputs: Optional[Mapping[str, np.ndarray]] = None) -> Path:
-        return self._build(case, variant, out_dir, uart_outputs, inputs=inputs, target="baremetal")
+        # rdcycle: M-mode may always read the cycle CSR, so each [dc] line carries the dispatch's
+        # cycles (the seed's table reports them; the Linux build leaves it off for user mode)
+        return self._build(case, variant, out_dir, uart_outputs, inputs=inputs, rdcycle=True, target="baremetal")
 
 
 class Incomplete(VerdictError):

@@ -15,8 +15,8 @@ the runtime under them (baremetal_rt/):
   inlined polynomials; ``llvm-nm -u lib.o`` is empty), so the harness's own calls are all.
 
 Outputs always go over the console as ``[out]`` lines (there is no file system), so the
-bare-metal build needs ``uart_outputs=True``. ``rdcycle`` is allowed in M-mode; it is on when
-asked, as for Linux.
+bare-metal build needs ``uart_outputs=True``. ``rdcycle`` is always legal in M-mode (the
+firesim backend turns it on, so ``[dc] cyc=`` carries each dispatch's cycles).
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def link(clang: str, run_clang, harness_dir: Path, sources: list[Path], objects:
     srcs = [RUNTIME_DIR / "crt0.S", RUNTIME_DIR / "htif.c", *sources]
     tmp = out.with_name(out.name + ".tmp")
     argv = [*base, "-nostdlib", "-static", "-fuse-ld=lld", "-Wl,--gc-sections", "-Wl,--no-relax",
-            f"-Wl,-T,{RUNTIME_DIR / 'link.ld'}", "-Wl,-z,max-page-size=4096",
+            f"-Wl,-T,{RUNTIME_DIR / 'link.ld'}", "-Wl,-z,max-page-size=4096", "-Wl,-z,norelro",
             *map(str, srcs), *map(str, objects),
             f"{PICOLIBC_LIB / 'libc.a'}", "-o", str(tmp)]
     run_clang(argv, "the bare-metal harness")
