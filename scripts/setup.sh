@@ -3,7 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(qemu-user-static clang-16 lld-16 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross chromium)
+# qemu-user-static, clang/lld, the riscv64 libc: the qemu-rvv harness. picolibc + qemu-system-misc:
+# the bare-metal (FireSim) harness and its check on qemu's spike machine. chromium: the report check.
+APT_PACKAGES=(qemu-user-static clang-16 lld-16 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
+              picolibc-riscv64-unknown-elf qemu-system-misc chromium)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
