@@ -492,7 +492,9 @@ def pytest_sessionfinish(session, exitstatus):
                                                        report_dir=sink.dir)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)   # outermost: after pytest's short summary, so last
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    yield
     data = getattr(config, "_accel_data", None)
     if data is None:
         return
