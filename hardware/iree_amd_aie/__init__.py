@@ -22,7 +22,6 @@ Configuration (environment):
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -38,6 +37,7 @@ import numpy as np
 from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import CompileError, Crash, Hang, Unsupported
+from hardware.iree_common import compiler
 from hardware.iree_common.program import Program, program_for, unsupported_op
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,16 +93,6 @@ def _target_backends(compile_tool: str) -> tuple[str, ...]:
 def _compiler_help(compile_tool: str) -> str:
     out = _run([compile_tool, "--help-hidden"])
     return out.stdout + out.stderr
-
-
-@lru_cache(maxsize=8)
-def _compiler_version(compile_tool: str) -> str:
-    try:
-        text = _run([compile_tool, "--version"]).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    line = next((ln for ln in text.splitlines() if "IREE compiler version" in ln), "")
-    return line.split("IREE compiler version", 1)[-1].strip() or "unknown"
 
 
 @lru_cache(maxsize=8)
@@ -167,7 +157,7 @@ class IreeAmdAieBackend(Backend):
         compile_tool = tool("iree-compile")
         out = {"iree-compile": compile_tool or "missing", "peano": peano_dir() or "missing", **settings()}
         if compile_tool:
-            out["iree-compiler"] = _compiler_version(compile_tool)
+            out["iree-compiler"] = compiler.compiler_version(compile_tool)
         run_tool = tool("iree-run-module")
         if run_tool:
             try:
@@ -205,39 +195,10 @@ class IreeAmdAieBackend(Backend):
 
     def compile(self, case: Case, program: Program) -> Path:
         """The .vmfb of ``program`` (cached by program text, flags and compiler version)."""
-        compile_tool = tool("iree-compile")
-        flags = self.compile_flags()
-        key = hashlib.sha256("\0".join([_compiler_version(compile_tool), *flags, program.mlir]).encode())
-        final = _cache_root() / key.hexdigest()
-        vmfb = final / "module.vmfb"
-        if vmfb.is_file():
-            return vmfb
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-        try:
-            src = tmp / "program.mlir"
-            src.write_text(program.mlir)
-            argv = [compile_tool, str(src), *flags, f"--iree-hal-dump-executable-files-to={tmp / 'executables'}",
-                    "-o", str(tmp / "module.vmfb")]
-            try:
-                proc = _run(argv, timeout=COMPILE_TIMEOUT_S)
-            except subprocess.TimeoutExpired as exc:
-                raise Hang(f"iree-compile (amd-aie) did not finish within {COMPILE_TIMEOUT_S:.0f} s on {case.id}",
-                           stage="compile", detail={"argv": " ".join(argv),
-                                                    "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:]}) from None
-            if proc.returncode != 0 or not (tmp / "module.vmfb").is_file():
-                raise _compile_error(proc, argv, case)
-            (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
-            try:
-                os.rename(tmp, final)
-            except OSError:          # a parallel worker won the race: use its entry
-                if not vmfb.is_file():
-                    raise
-                shutil.rmtree(tmp, ignore_errors=True)
-            return vmfb
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        flags = [*self.compile_flags(), "--iree-hal-dump-executable-files-to={out}/executables"]
+        return compiler.compile_cached(program.mlir, flags, timeout_s=COMPILE_TIMEOUT_S, name=case.id,
+                                       tool=tool("iree-compile"), root=_cache_root(),
+                                       on_error=_compile_error).vmfb
 
     # --- run -------------------------------------------------------------------------------------
 
@@ -292,11 +253,11 @@ def _first_error(diag: str) -> str:
     return (pick or (lines[0] if lines else "no diagnostic")).strip()[:400]
 
 
-def _compile_error(proc: subprocess.CompletedProcess, argv, case: Case) -> CompileError:
+def _compile_error(proc: subprocess.CompletedProcess, argv, name: str) -> CompileError:
     diag = (proc.stderr or proc.stdout or "").strip()
     how = (f"aborted by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
            else f"exit {proc.returncode}")
-    return CompileError(f"iree-compile (amd-aie) failed ({how}) on {case.id}: {_first_error(diag)}",
+    return CompileError(f"iree-compile (amd-aie) failed ({how}) on {name}: {_first_error(diag)}",
                         stage="compile", detail={"diagnostic": diag[-DIAGNOSTIC_CHARS:], "argv": " ".join(argv)})
 
 

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from hardware.errors import CompileError, Hang
 
@@ -59,34 +59,37 @@ def availability() -> Optional[str]:
     return None
 
 
-@lru_cache(maxsize=1)
-def compiler_version() -> str:
-    """The version line of ``iree-compile --version``, e.g. '3.13.0rc20261016 @ 89ece87b...'."""
-    tool = tool_path()
+@lru_cache(maxsize=8)
+def _version_text(tool: str) -> str:
+    """What ``TOOL --version`` prints, asked once per tool."""
+    try:
+        return subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _version_field(tool: Optional[str], label: str) -> str:
+    tool = tool or tool_path()
     if tool is None:
         return "missing"
-    out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
-    for line in out.splitlines():
-        if "IREE compiler version" in line:
-            return line.split("IREE compiler version", 1)[1].strip()
-    return out.strip().splitlines()[0] if out.strip() else "unknown"
+    text = _version_text(tool)
+    line = next((ln for ln in text.splitlines() if label in ln), "")
+    return line.split(label, 1)[1].strip() if line else "unknown"
 
 
-@lru_cache(maxsize=1)
-def llvm_version() -> str:
-    tool = tool_path()
-    if tool is None:
-        return "missing"
-    out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
-    for line in out.splitlines():
-        if "LLVM version" in line:
-            return line.split("LLVM version", 1)[1].strip()
-    return "unknown"
+def compiler_version(tool: Optional[str] = None) -> str:
+    """The version of ``iree-compile`` (the wheel's unless ``tool`` names another), e.g.
+    '3.13.0rc20261016 @ 89ece87b...'."""
+    return _version_field(tool, "IREE compiler version")
 
 
-def cache_key(mlir: str, flags: Sequence[str]) -> str:
+def llvm_version(tool: Optional[str] = None) -> str:
+    return _version_field(tool, "LLVM version")
+
+
+def cache_key(mlir: str, flags: Sequence[str], tool: Optional[str] = None) -> str:
     h = hashlib.sha256()
-    for part in (compiler_version(), "\0".join(flags), mlir):
+    for part in (compiler_version(tool), "\0".join(flags), mlir):
         h.update(part.encode())
         h.update(b"\x01")
     return h.hexdigest()
@@ -109,18 +112,31 @@ class Compiled:
         return self.dir / VMFB
 
 
+def _compile_error(proc: subprocess.CompletedProcess, argv: Sequence[str], name: str) -> CompileError:
+    diag = (proc.stderr or proc.stdout or "").strip()
+    first = next((ln for ln in diag.splitlines() if "error" in ln), diag.splitlines()[0] if diag else "")
+    return CompileError(f"iree-compile failed (exit {proc.returncode}) on {name}: {first[:300]}",
+                        detail={"diagnostic": diag[-DIAGNOSTIC_CHARS:], "argv": " ".join(argv),
+                                "compiler": compiler_version()})
+
+
 def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
-                   name: str = "program", output: str = VMFB) -> Compiled:
+                   name: str = "program", output: str = VMFB, tool: Optional[str] = None,
+                   root: Optional[Path] = None,
+                   on_error: Callable[..., CompileError] = _compile_error) -> Compiled:
     """Compile ``mlir`` with ``flags`` unless the cache has it; return the entry's folder.
 
     ``output`` is the file name ``-o`` writes inside the folder (``module.vmfb``; a text name
-    such as ``host.mlir`` with ``--compile-to=hal``); it is part of the key.
+    such as ``host.mlir`` with ``--compile-to=hal``); it is part of the key. ``{out}`` in a flag
+    stands for the entry's folder. ``tool`` (default: the wheel's iree-compile), ``root`` (default:
+    cache_root()) and ``on_error(proc, argv, name)`` let another IREE build share this cache logic.
     """
-    reason = availability()
-    if reason:
-        raise CompileError(reason, detail={"diagnostic": reason})
-    key = cache_key(mlir, [*flags, f"-o={output}"] if output != VMFB else flags)
-    final = cache_root() / key
+    if tool is None:
+        reason = availability()
+        if reason:
+            raise CompileError(reason, detail={"diagnostic": reason})
+    key = cache_key(mlir, [*flags, f"-o={output}"] if output != VMFB else flags, tool)
+    final = (root or cache_root()) / key
     if (final / output).is_file():
         return Compiled(final, True, 0.0, (), output)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -128,20 +144,16 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
     try:
         src = tmp / "program.mlir"
         src.write_text(mlir)
-        argv = [tool_path(), str(src), *(f.replace("{out}", str(tmp)) for f in flags), "-o", str(tmp / output)]
+        argv = [tool or tool_path(), str(src), *(f.replace("{out}", str(tmp)) for f in flags), "-o", str(tmp / output)]
         start = time.perf_counter()
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
-            raise Hang(f"iree-compile did not finish within {timeout_s:.0f} s ({name})", stage="compile",
+            raise Hang(f"{Path(argv[0]).name} did not finish within {timeout_s:.0f} s ({name})", stage="compile",
                        detail={"argv": " ".join(argv), "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:]}) from None
         seconds = time.perf_counter() - start
         if proc.returncode != 0 or not (tmp / output).is_file():
-            diag = (proc.stderr or proc.stdout or "").strip()
-            first = next((ln for ln in diag.splitlines() if "error" in ln), diag.splitlines()[0] if diag else "")
-            raise CompileError(f"iree-compile failed (exit {proc.returncode}) on {name}: {first[:300]}",
-                               detail={"diagnostic": diag[-DIAGNOSTIC_CHARS:], "argv": " ".join(argv),
-                                       "compiler": compiler_version()})
+            raise on_error(proc, argv, name)
         (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
         try:
             os.rename(tmp, final)

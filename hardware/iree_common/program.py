@@ -34,9 +34,6 @@ def unsupported_op(op: str) -> Optional[str]:
     return None
 
 
-def unsupported(case: Case) -> Optional[str]:
-    return unsupported_op(case.op)
-
 
 def program_for(case: Case) -> Program:
     return program_module(case.op).program(case)

@@ -18,7 +18,7 @@ from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash, Unsupported
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import Program, program_for, unsupported, unsupported_op
+from hardware.iree_common.program import Program, program_for, unsupported_op
 
 HOST_FLAGS = ("--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -67,7 +67,7 @@ class IreeCpuBackend(Backend):
         return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
-        reason = unsupported(case)
+        reason = self.supports_op(case.op)
         if reason:
             return reason
         variant = case.params.get("variant") if hasattr(case.params, "get") else None

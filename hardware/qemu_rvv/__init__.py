@@ -27,7 +27,7 @@ from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash, Hang, Unsupported
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import unsupported, unsupported_op
+from hardware.iree_common.program import unsupported_op
 from hardware.qemu_rvv import build, protocol, scan
 
 QEMU = "qemu-riscv64-static"
@@ -98,7 +98,7 @@ class QemuRvvBackend(Backend):
         return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
-        reason = unsupported(case)
+        reason = self.supports_op(case.op)
         if reason:
             return reason
         variant, vlen = self._variant_vlen(case)
