@@ -67,6 +67,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
+    config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
+                            "family, excluded by default; run with -m input_classes")
     config.addinivalue_line("markers", "family(op): the operator family a test belongs to")
     try:
         config._accel_hw = registry.parse(config.getoption("hw"))
@@ -83,7 +85,7 @@ def pytest_configure(config):
     if not config.option.xmlpath and not hasattr(config, "workerinput"):
         config.option.xmlpath = str(report_dir / "junit.xml")
     if not config.getoption("markexpr", None):   # -k selects within the default set; -m replaces it
-        config.option.markexpr = "not large"
+        config.option.markexpr = "not large and not input_classes"
     runner.observer = _observe
     global _config, _started
     # A session inside a session (pytester's inline runs) must hand the outer one its state back.
