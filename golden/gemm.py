@@ -112,12 +112,12 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
       (ternary products, variance K/4), so C is exact in bf16 too: bit for bit, no tie;
     - ties: A[:, 0] = +-16, B[0, :] = 24 and ternary elsewhere: C = +-384 + a ternary sum, an
       integer mostly in [256, 512) where bf16 steps by 2: every odd C is exactly halfway;
-    - specials: small integers in [-2, 2] with, per row of A, one of: +inf, -inf, NaN, +inf and
-      -inf, the largest bf16 value (x2 overflows to inf), -0s, or nothing (B keeps its zeros:
-      inf x 0);
+    - specials: small integers in [-2, 2] with, per row of A, one event of
+      ``golden.inputs.special_rows`` (+inf, -inf, NaN, +inf and -inf, the largest bf16 value,
+      which x2 overflows to inf, -0s, or nothing); B keeps its zeros: inf x 0;
     - subnormal: the exact class with the subnormal pivot, A scaled by 2**-127 (subnormal
-      inputs) and B by 2**-8: products are multiples of 2**-135, C lands in bf16's subnormal
-      range (step 2**-133, rounded once) and partial sums cross 2**-126.
+      inputs) and B by 2**-6: products are multiples of 2**-133, bf16's subnormal step, so C
+      lands exactly on bf16 subnormals (|C| < 2**-126 in practice), and partial sums cross 2**-126.
     """
     p = case.params
     rng = gen.rng(case.seed)
@@ -132,7 +132,7 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
         pivot = gen.EXACT_PIVOT_LOG2 if cls == "exact" else gen.SUBNORMAL_PIVOT_LOG2
         a, b = gen.exact_operands(rng, M, K, N, pivot_log2=pivot, block=BFP16_BLOCK)
         if cls == "subnormal":
-            a, b = a * 2.0 ** -127, b * 2.0 ** -8
+            a, b = a * 2.0 ** -127, b * 2.0 ** -6
     elif cls == "ties":
         a, b = gen.ternary(rng, (M, K)), gen.ternary(rng, (K, N))
         if K > 1:
@@ -150,30 +150,10 @@ def _held_bf16(x: np.ndarray) -> np.ndarray:
     return out
 
 
-SPECIAL_ROWS = ("none", "+inf", "-inf", "nan", "inf-inf", "max", "-0")
-
-
 def _specials(rng, M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray]:
-    a = rng.integers(-2, 3, size=(M, K)).astype(np.float64)
-    b = rng.integers(-2, 3, size=(K, N)).astype(np.float64)
-    kind = rng.integers(0, len(SPECIAL_ROWS), size=M)
-    k1, k2 = rng.integers(0, K, size=M), rng.integers(0, K, size=M)
-    big = float(ml_dtypes.finfo(bfloat16).max)
-    for i in range(M):
-        what = SPECIAL_ROWS[kind[i]]
-        if what == "+inf":
-            a[i, k1[i]] = np.inf
-        elif what == "-inf":
-            a[i, k1[i]] = -np.inf
-        elif what == "nan":
-            a[i, k1[i]] = np.nan
-        elif what == "inf-inf":
-            a[i, k1[i]], a[i, k2[i]] = np.inf, -np.inf
-        elif what == "max":
-            a[i, k1[i]] = big if k1[i] % 2 else -big
-        elif what == "-0":
-            a[i, a[i] == 0] = -0.0
-    return a, b
+    a = gen.small_integers(rng, (M, K), -2, 2)
+    gen.special_rows(rng, a, float(ml_dtypes.finfo(bfloat16).max), gen.DOT_SPECIAL_EVENTS)
+    return a, gen.small_integers(rng, (K, N), -2, 2)
 
 
 def _bf16_draw(rng: np.random.Generator, shape, draw) -> np.ndarray:

@@ -110,7 +110,10 @@ def pivot_rows(gen: np.random.Generator, rows: int, n: int, pivot: np.ndarray, b
     """Integer rows of ternary values with ``pivot`` (one value per row) at column 0 and
     -``pivot`` at column n-1, so the pivots cancel and every partial sum that holds one is
     large. Columns sharing a ``block`` (bfp16's 8 along K) with a pivot are 0, so a block
-    exponent set by the pivot loses nothing. Rows shorter than two blocks get no pivot."""
+    exponent set by the pivot loses nothing. Rows too short for a pivot pair are +-1 instead
+    (no zeros, so a one-term dot product is never 0)."""
+    if n <= 2 * block:
+        return signs(gen, (rows, n))
     x = ternary(gen, (rows, n))
     if n > 2 * block:
         x[:, :block] = 0.0
@@ -158,6 +161,34 @@ def ties_operands(gen: np.random.Generator, M: int, K: int, N: int) -> tuple[np.
         A[:, K - 1] = signs(gen, M) * gen.choice([1.0, 3.0], size=M)
         B[K - 1, :] = signs(gen, N)
     return A, B
+
+
+SPECIAL_EVENTS = ("none", "+inf", "-inf", "nan", "inf-inf", "max", "max+max", "-max-max", "-0")
+# A dot product's lhs leaves out the pairs of largest values (see ``special_rows``).
+DOT_SPECIAL_EVENTS = ("none", "+inf", "-inf", "nan", "inf-inf", "max", "-0")
+
+
+def special_rows(g: np.random.Generator, x: np.ndarray, big: float, events=SPECIAL_EVENTS) -> None:
+    """One IEEE 754 event per row of ``x`` (in place): an infinity, a NaN, inf - inf, the largest
+    finite value (which small terms cannot move), two of them (overflow to inf in any order), or
+    negative zeros. At most one event per row keeps the result independent of summation order.
+    A matmul's lhs leaves out the pairs of largest values: times rhs entries of either sign they
+    would overflow in one product and not in the other, and the result would depend on order."""
+    rows, n = x.shape
+    kind = g.integers(0, len(events), size=rows)
+    k1 = g.integers(0, n, size=rows)
+    k2 = (k1 + 1 + g.integers(0, max(n - 1, 1), size=rows)) % n
+    for i in range(rows):
+        what = events[kind[i]]
+        if what == "-0":
+            x[i, x[i] == 0] = -0.0
+        elif what != "none":
+            first, second = {"+inf": (np.inf, None), "-inf": (-np.inf, None), "nan": (np.nan, None),
+                             "inf-inf": (np.inf, -np.inf), "max": (big, None), "max+max": (big, big),
+                             "-max-max": (-big, -big)}[what]
+            x[i, k1[i]] = first
+            if second is not None and n > 1:
+                x[i, k2[i]] = second
 
 
 def is_tie(exact: np.ndarray, dtype) -> np.ndarray:
