@@ -28,6 +28,9 @@ def list_backends(argv) -> int:
     for name in backends:
         backend = registry.get(name)
         reason = registry.availability(name)
+        missing = backend.missing_files() if reason is None else []
+        if missing:
+            reason = f"set-up error: the installation lacks {', '.join(missing)}"
         rows.append((name, backend.kind or "?", "yes" if reason is None else "no", reason or backend.description))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)

@@ -127,6 +127,9 @@ class FireSimBackend(Backend):
     kind = "fpga-simulation"
     description = "FireSim / metasimulation: one workload per micro-test, verdict from uartlog"
     device_resource = "firesim"
+    package_files = ("hardware.qemu_rvv:harness/harness.c", "hardware.qemu_rvv:harness/abi.h",
+                     "hardware.qemu_rvv:baremetal_rt/crt0.S", "hardware.qemu_rvv:baremetal_rt/htif.c",
+                     "hardware.qemu_rvv:baremetal_rt/link.ld")
 
     def __init__(self, builder: Optional[Builder] = None, env: Optional[Mapping[str, str]] = None):
         self._builder = builder

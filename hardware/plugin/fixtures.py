@@ -8,7 +8,7 @@ import pytest
 
 from golden.case import Case
 from hardware import registry, runner
-from hardware.errors import Unsupported
+from hardware.errors import SetupError, Unsupported
 
 
 class Hardware:
@@ -71,6 +71,10 @@ def hw(request) -> Hardware:
     reason = registry.availability(name)
     if reason:
         pytest.skip(f"backend {name} unavailable: {reason}")
+    missing = registry.get(name).missing_files()
+    if missing:
+        raise SetupError(f"backend {name} cannot be set up: its installation lacks {', '.join(missing)} "
+                         f"(package data; reinstall the package that registers {name})")
     return Hardware(name, request.config)
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from golden.compare import Mismatch
 from hardware import registry, results, runner, verdicts
-from hardware.errors import VerdictError
+from hardware.errors import SetupError, VerdictError
 from hardware.plugin import isolation
 
 _RECORD = pytest.StashKey[dict]()
@@ -85,6 +85,9 @@ def _classify(rec: dict, report, call) -> None:
         rec["message"] = exc.message
         rec["detail"].update(exc.detail)
         report.longrepr = _verdict_text(exc) + _notes(exc)
+    elif isinstance(exc, SetupError):
+        rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "setup", str(exc)
+        report.longrepr = f"set-up error: {exc}"
     elif isinstance(exc, Mismatch):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
         rec["census"].append(exc.census.to_json())

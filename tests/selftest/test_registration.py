@@ -1,5 +1,6 @@
 """Registration by entry points (hardware/registry.py): the built-ins through this repository's
 pyproject.toml, an outside package through its installed metadata, a clash named with both sources."""
+import json
 import os
 import subprocess
 import sys
@@ -31,6 +32,15 @@ def _install(root, entry_points: dict, name="outside-pkg"):
         class ToyBackend(Backend):
             kind = "emulator"
             description = "a toy"
+
+        class NeedsFileBackend(Backend):
+            """Reads a file of its package at run time, which this installation lacks."""
+            kind = "emulator"
+            package_files = ("outside_pkg:kernels/twice.c",)
+            def run(self, case, inputs):
+                import pathlib
+                pathlib.Path(__file__).with_name("kernels").joinpath("twice.c").read_text()
+                return {"out": 2 * inputs["x"]}
     '''))
     (pkg / "emu_twice.py").write_text(textwrap.dedent('''
         def run(case, inputs):
@@ -92,7 +102,7 @@ def test_a_clash_is_a_usage_error_and_listed_by_python_m_hardware(outside, pytes
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), str(REPO)]))
     pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_x="def test_x(hw): pass")
-    res = pytester.runpytest_subprocess("--hw", "emu")
+    res = pytester.runpytest_subprocess("--hw", "emu", "--isolation", "none")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     res.stderr.fnmatch_lines(["*emu model 'matmul' is registered twice*hardware.emu.matmul by accel-regress*"
                               "outside_pkg.emu_twice by outside-pkg 0.1*"])
@@ -108,3 +118,24 @@ def test_python_m_hardware_lists_each_registration_with_its_source(outside):
     assert "toy = outside_pkg:ToyBackend  [outside-pkg 0.1 (installed" in out.stdout
     assert "twice = outside_pkg.emu_twice  [outside-pkg 0.1" in out.stdout
     assert "emu = hardware.emu:EmuBackend  [accel-regress 0.1.0 (source checkout" in out.stdout
+
+
+def test_a_missing_packaged_file_is_a_setup_error_naming_it(outside, pytester, monkeypatch):
+    root = outside({"accel_regress.backends": "needs-file = outside_pkg:NeedsFileBackend",
+                    "accel_regress.emu_models": "twice = outside_pkg.emu_twice"})
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), str(REPO)]))
+    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
+    pytester.makepyfile(test_x=textwrap.dedent('''
+        import numpy as np, pytest
+        from golden.case import Case
+        pytestmark = pytest.mark.family("twice")
+        def test_twice(hw):
+            hw.run(Case.make("twice", "x", {}), {"x": np.ones(3)})
+    '''))
+    res = pytester.runpytest_subprocess("--hw", "needs-file", "--isolation", "none")
+    res.assert_outcomes(errors=1)
+    res.stdout.fnmatch_lines(["*set-up error: backend needs-file cannot be set up*kernels/twice.c*"])
+    case = json.loads((pytester.path / "reports" / "results.json").read_text())["cases"][0]
+    assert (case["verdict"], case["stage"]) == ("FAIL", "setup") and "kernels/twice.c" in case["message"]
+    listing = subprocess.run([sys.executable, "-m", "hardware"], capture_output=True, text=True).stdout
+    assert "set-up error: the installation lacks" in listing
