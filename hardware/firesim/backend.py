@@ -184,6 +184,7 @@ class FireSimBackend(Backend):
                                        capture_output=True, text=True, timeout=10)
             if described.returncode == 0:
                 out["firesim"] = described.stdout.strip()
+                out["firesim_era"] = driver_era(out["firesim"])
         except (OSError, subprocess.TimeoutExpired):
             pass
         yaml = _yaml()
@@ -344,6 +345,20 @@ class FireSimBackend(Backend):
         where = "before the first dispatch" if c.verdict == "early" else f"in or after {describe_dispatch(c.last_dispatch)}"
         raise Crash(f"target {'exited with code ' + str(code) if code is not None else 'stopped'} {where} "
                     f"({c.verdict}: {c.detail})", detail=detail)
+
+
+def driver_era(described: str) -> str:
+    """Which cycle-bound line the driver of this FireSim release prints (all are read): >= 1.16
+    ``simulation timed out`` (c890239a9), 1.13-1.15 ``+max_cycles specified timeout`` (351054c97),
+    older ``(timeout)``."""
+    import re
+    m = re.match(r"v?(\d+)\.(\d+)", described)
+    if not m:
+        return f"unknown ({described!r} is not a release tag)"
+    version = (int(m.group(1)), int(m.group(2)))
+    line = ("simulation timed out" if version >= (1, 16) else
+            "+max_cycles specified timeout" if version >= (1, 13) else "(timeout)")
+    return f"FireSim {m.group(1)}.{m.group(2)}: driver prints '*** FAILED *** {line} after N cycles'"
 
 
 def _tail(path: Path, chars: int = 3000) -> str:

@@ -51,7 +51,7 @@ DRIVER_LINES = (
     ("timed_out", re.compile(r"\*\*\* FAILED \*\*\*\s*(?:simulation timed out|\+max_cycles specified timeout|"
                              r"(?:via trace_count )?\(timeout(?:, seed (?P<seed>\d+))?\)) " + _N)),
     # TestDriver.v:145@c1dda58 with an empty reason: a failure that names no code
-    ("failed", re.compile(r"\*\*\* FAILED \*\*\* " + _N)),
+    ("failed", re.compile(r"\*\*\* FAILED \*\*\*\s+" + _N)),
 )
 # FireSim's heartbeat (sim/midas/src/main/cc/bridges/heartbeat.cc:50-55@be558e3): target time did not
 # advance between two polls; the bridge then ends the run with exit code 1 (heartbeat.h:29-30), so the

@@ -372,3 +372,11 @@ def test_a_user_mode_harness_is_refused_before_any_run(env, deploy, tmp_path):
     with pytest.raises(Unsupported, match="FireSim cannot boot"):
         run(env, user.read_bytes())
     assert not (deploy / "results-workload").exists()
+
+
+def test_versions_name_the_driver_era():
+    from hardware.firesim.backend import driver_era
+    assert "simulation timed out" in driver_era("1.20.1-145-gbe558e3f9")
+    assert "+max_cycles specified timeout" in driver_era("1.15.1")
+    assert "(timeout)" in driver_era("1.12.0-3-gabc")
+    assert driver_era("be558e3").startswith("unknown")
