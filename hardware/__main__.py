@@ -13,6 +13,7 @@ COMMANDS = {
     "report": "hardware.report:main",
     "sweep": "hardware.sweep:main",
     "lint-pto": "hardware.pypto.lint:main",
+    "scan-rvv": "hardware.qemu_rvv.scan:main",
 }
 
 
