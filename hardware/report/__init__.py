@@ -10,6 +10,7 @@ by ``python -m hardware report RESULTS.json [--out DIR]`` for any results.json, 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -40,10 +41,10 @@ def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, st
         return done
     for c in wanted[:MAX_HEATMAPS]:
         info = c["detail"]["heatmap"]
-        src = base / info.get("array", "")
+        src = f"{base}/{info.get('array')}"
         png_rel = f"heatmaps/{slug(c)}.png"
         try:
-            ratio = heatmap.load(src)
+            ratio = heatmap.load(io.BytesIO(results.read_member(base, info.get("array"))))
             over = int((ratio > 1.0).sum())
             census = (c.get("census") or [{}])[0]
             where = ""
@@ -56,7 +57,7 @@ def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, st
                            subtitle=where or f"{over} block(s) over tolerance",
                            shape=info.get("shape"), block=info.get("block", (1, 1)))
             done[slug(c)] = png_rel
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:   # ResultsError is a ValueError
             notes.append(f"no heatmap for {c['nodeid']}: {src}: {exc}")
     if len(wanted) > MAX_HEATMAPS:
         notes.append(f"heatmaps drawn for the first {MAX_HEATMAPS} of {len(wanted)} failures")
