@@ -123,6 +123,11 @@ class Conditions:
             parts.append(f"device {generation(versions, device) or 'not recorded'}")
         return ", ".join(parts)
 
+    def describe(self) -> str:
+        """'qemu <8.1, device Krackan': what the entry says it holds for."""
+        return ", ".join([f"{k} {v}" for k, v in self.versions.items()] +
+                         ([f"device {' / '.join(self.devices)}"] if self.devices else []))
+
     def to_json(self) -> dict:
         out = {}
         if self.versions:
