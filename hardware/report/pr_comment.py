@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from hardware import verdicts
-from hardware.report.tables import LABEL, ORDER, PROBLEMS, Model, first_line
+from hardware.report.tables import LABEL, ORDER, Model, first_line
 
 MAX_LISTED = 10
 
@@ -20,9 +19,9 @@ def render(m: Model, baseline: Optional[dict] = None, link_base: str = "",
            links: tuple = ("index.html", "summary.md", "results.json", "matrix.csv")) -> str:
     v = m.verdict
     out = [f"**{v.banner}**", ""] if v.banner else []
-    out += [f"### accel-regress: {v.head}", ""]
-    out += [f"- {_cell(r)}" for r in v.reasons]
-    out += ["", f"{m.headline()} · gate policy: {v.policy}", ""]
+    out += [f"### {v.head}", ""]
+    out += [f"- {_cell(r)}" for r in v.reasons] + ([""] if v.reasons else [])
+    out += [f"accel-regress: {m.headline()} · gate policy: {v.policy}", ""]
     used = [x for x in ORDER if m.totals.get(x)]
     if used and m.devices:
         out += ["| device | " + " | ".join(LABEL.get(x, x) for x in used) + " |", "|---|" + "---|" * len(used)]
