@@ -244,6 +244,9 @@ def test_runtime_config_carries_one_cycle_bound_and_this_workload():
     assert cfg["metasimulation"]["metasimulation_enabled"] is True
     # one node, whatever the user's topology
     assert (cfg["target_config"]["topology"], cfg["target_config"]["no_net_num_nodes"]) == ("no_net_config", 1)
+    # the run farm outlives each case
+    assert runtime_config(dict(RUNTIME, workload=dict(RUNTIME["workload"], terminate_on_completion=True)),
+                          "w.json", 5, None)["workload"]["terminate_on_completion"] is False
     assert base["target_config"]["plusarg_passthrough"] == "+a=1 +max-cycles=7"   # the user's is untouched
     assert runtime_config(RUNTIME, "w.json", 5, None)["metasimulation"]["metasimulation_enabled"] is False
     cfg = runtime_config(base, "w.json", 5, None, fesvr_step_size=300)
