@@ -30,6 +30,11 @@ Inputs by input class (golden/inputs.py; the class ends the id):
     sqrt(K)*u*S (random-walk rounding), so the bound is ~sqrt(K) looser than what is seen, yet
     still about 2**8/sqrt(K) tighter than a device that accumulates in bf16 would need, and a
     wrong tile (errors of order |ref|) is far outside it.
+
+    Statistical check (golden/tolerance.py ``ErrorModel``, kind ``accumulation``): the bound
+    counts about K+1 roundings (K-1 additions, the products where they round, the reference's
+    one rounding), each within u*S; rounded to nearest they are zero-mean and independent, so
+    the error's sigma is at most tol/sqrt(K+1). int mode has no rounding at all: bit for bit.
 """
 from __future__ import annotations
 
@@ -44,6 +49,7 @@ from ml_dtypes import bfloat16
 from golden import inputs as gen
 from golden.case import Case
 from golden.dtypes import F32_UNIT_ROUNDOFF, to_bf16
+from golden.tolerance import ErrorModel, exact_model
 
 OP = "matmul"
 OPERAND_DTYPES = ("bf16", "f32")
@@ -165,11 +171,11 @@ def gamma(n: int, u: float = F32_UNIT_ROUNDOFF) -> float:
     return n * u / (1.0 - n * u)
 
 
-def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, inputs_class: str) -> np.ndarray:
-    """Per-element allowed |got - ref| (float32 (M, N)); zero for the bit-exact classes. See the
-    module docstring."""
+def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, inputs_class: str) -> ErrorModel:
+    """Error model: per-element allowed |got - ref| (float32 (M, N)), zero for the bit-exact input
+    classes, and the statistical check's assumptions. See the module docstring."""
     if inputs_class in gen.BIT_EXACT_CLASSES:
-        return np.zeros(ref.shape, np.float32)
+        return exact_model(ref.shape, f"exact: {inputs_class} inputs, compared bit for bit")
     a = np.abs(np.asarray(inputs["lhs"], np.float32))
     b = np.abs(np.asarray(inputs["rhs"], np.float32))
     K = a.shape[1]
@@ -178,10 +184,10 @@ def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, inputs_class: str)
     tol = (g + gamma(K, _F64_UNIT_ROUNDOFF)) * s / (1.0 - g)
     tol += F32_UNIT_ROUNDOFF / (1.0 - F32_UNIT_ROUNDOFF) * np.abs(ref.astype(np.float64))
     # Rounded up to f32 so that storing the allowance never shrinks it.
-    return np.nextafter(tol.astype(np.float32), np.float32(np.inf))
+    return ErrorModel(np.nextafter(tol.astype(np.float32), np.float32(np.inf)), "accumulation", k=K + 1)
 
 
-def expected(case: Case, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def expected(case: Case, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ErrorModel]:
     cls = case.params["inputs"]
     ref = reference(inputs, cls)
     return ref, tolerance(inputs, ref, cls)

@@ -1,12 +1,11 @@
 """One linalg MLIR program per case, generated from its parameters, shared by every IREE backend.
 
-Each operator family with IREE programs has a module ``hardware/iree_common/programs/<op>.py``
-exposing ``program(case) -> Program``.
+Each operator family with IREE programs registers a module exposing ``program(case) -> Program``
+in the ``accel_regress.iree_programs`` entry-point group under the family's id (hardware/registry.py);
+the built-in ones live in ``hardware/iree_common/programs/``.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from dataclasses import dataclass
 from typing import Optional
 
@@ -22,17 +21,16 @@ class Program:
 
 
 def program_module(op: str):
-    name = f"hardware.iree_common.programs.{op}"
-    if not op.isidentifier() or importlib.util.find_spec(name) is None:
-        return None
-    return importlib.import_module(name)
+    from hardware import registry
+    return registry.module_for("iree_program", op)
 
 
 def unsupported_op(op: str) -> Optional[str]:
     if program_module(op) is None:
-        return f"no linalg program for operator {op!r} (add hardware/iree_common/programs/{op}.py)"
+        from hardware import registry
+        return (f"no linalg program for operator {op!r} (register one in the entry-point group "
+                f"{registry.GROUPS['iree_program']})")
     return None
-
 
 
 def program_for(case: Case) -> Program:
