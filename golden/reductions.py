@@ -211,7 +211,7 @@ def _dot_operands(g, cls: str, shape) -> dict[str, np.ndarray]:
             pairs.append((a * 2.0 ** -140, b * 2.0 ** -8))       # products: multiples of 2**-148
         else:
             a = gen.small_integers(g, (M, K), -2, 2)
-            gen.special_rows(g, a, float(np.finfo(np.float32).max), gen.DOT_SPECIAL_EVENTS)
+            gen.special_rows(g, a, gen.SUM_BIG, gen.DOT_SPECIAL_EVENTS)
             pairs.append((a, gen.small_integers(g, (K, N), -2, 2)))
     a = np.stack([p[0] for p in pairs]).reshape(tuple(batch) + (M, K))
     b = np.stack([p[1] for p in pairs]).reshape(tuple(batch) + (K, N))
@@ -238,7 +238,7 @@ def _class_inputs(g, cls: str, kind: str, shape) -> dict[str, np.ndarray]:
             x = gen.pivot_rows(g, rows, n, gen.signs(g, rows) * 2.0 ** gen.SUBNORMAL_PIVOT_LOG2)
             return {"x": x * 2.0 ** -148}
         x = gen.small_integers(g, shape, -3, 3)
-        gen.special_rows(g, x, float(np.finfo(np.float32).max))
+        gen.special_rows(g, x, gen.SUM_BIG)
         return {"x": x}
     if cls == "shifted":
         x = gen.shifted_rows(g, shape, scale=2.0 if kind == "softmax" else 1.0)
