@@ -38,7 +38,7 @@ def _p(kind, shape, variant, vlen, large=False, inputs="normal", marks=()):
 # class by default (the baseline build, and the reassociated tree order for ties), every kind of
 # every class at the seed shape and a tail length, baseline and v-reassoc, with -m input_classes.
 CLASS_DEFAULT = {"shifted": ("mean_var", "softmax"), "exact": ("row_sum", "matmul"),
-                 "ties": ("row_sum", "matmul"), "specials": ("row_sum", "softmax", "divide"),
+                 "ties": ("row_sum", "matmul"), "specials": ("row_sum", "softmax", "divide", "erf"),
                  "subnormal": ("row_sum", "sqrt")}
 
 
