@@ -10,6 +10,7 @@ Set by the pytest plugin (a script may set them too): ``isolation`` (a
 from __future__ import annotations
 
 import os
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -163,3 +164,35 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     if hang_guard is not None and not (run.error and "injected_fault" in run.error.detail):
         hang_guard.record(backend_name, case.id, run.verdict)
     return run
+
+
+def standalone(prog: str, fault: Optional[str] = None, backend: Optional[str] = None) -> Optional[int]:
+    """Set up a script's runs (repros, ``python -m hardware sweep``) as the pytest plugin sets up a
+    session's: the same isolated worker (hangs and crashes become verdicts, never a stalled or
+    dead script), the same bounds (``$ACCEL_ISOLATION=none`` runs in this process, for a debugger).
+    The fault is loaded first: one that cannot be loaded (a typo, a missing file, a broken module)
+    is a usage error, said on stderr; the return value is then 2 (the exit status), else None."""
+    global isolation
+    if fault:
+        try:
+            faults.load(fault)
+        except Exception as exc:           # anything the fault file raises on import is a usage error
+            print(f"{prog}: {exc}" if isinstance(exc, ValueError) else
+                  f"{prog}: --inject-fault {fault}: cannot load it: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
+    if isolation is None and os.environ.get("ACCEL_ISOLATION", "process") != "none":
+        import atexit
+
+        from hardware.isolation import Bounds, Isolation
+        from hardware.isolation.bounds import default_memory
+        preload = [registry.KNOWN[backend].split(":")[0]] if backend in registry.KNOWN else []
+        isolation = Isolation(Bounds(memory_bytes=default_memory()), preload=preload)
+        atexit.register(isolation.close)
+    return None
+
+
+def memory_budget() -> Optional[int]:
+    """Bytes one case may use: the isolated worker's bound, and never more than 80 % of this machine."""
+    from hardware.isolation.bounds import default_memory
+    bounds = [b for b in (default_memory(), isolation and isolation.bounds.memory_bytes) if b]
+    return min(bounds) if bounds else None
