@@ -161,3 +161,9 @@ LLAMA_VOCAB = GemmConfig(2048, 2048, 128256, 64, 64, 64, 8, True, False, 4)
 # The vocab projection's structure at a size for every run: N/partition_N (1002) is not a multiple
 # of tile_n * columns, so each partition is padded, as 32064 -> 32256 is for Llama.
 VOCAB_MINI = GemmConfig(256, 512, 4008, 64, 64, 64, 8, True, False, 4)
+
+def output_contract(case: Case) -> dict:
+    """What every backend must return for ``case``: output name ("*": every output) -> (numpy dtype
+    name, shape or None). Checked by hardware.runner before any comparison: the right values in
+    another dtype or shape are a FAIL, not a PASS."""
+    return {"*": ("float32", None)}       # bf16 results travel as the float32 that holds them exactly; forward()'s shape is a check of its own

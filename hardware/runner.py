@@ -131,6 +131,29 @@ def _after_hang(backend_name: str, run: "Run") -> None:
         run.error.detail["reset"] = problem
 
 
+def contract_error(backend_name: str, case: Case, outputs: Mapping[str, np.ndarray]) -> Optional[VerdictError]:
+    """A FAIL when an output's dtype or shape breaks its family's contract (the golden module's
+    ``output_contract(case)``): right values in a wrong dtype must not pass a comparison."""
+    module = registry.module_for("family", case.op)
+    declare = getattr(module, "output_contract", None)
+    if declare is None:
+        return None
+    contract = declare(case)
+    wrong = []
+    for name, got in outputs.items():
+        want = contract.get(name) or contract.get("*")
+        if want is None:
+            continue
+        dtype, shape = want
+        if got.dtype != np.dtype(dtype) or (shape is not None and tuple(got.shape) != tuple(shape)):
+            expected = f"{dtype} {tuple(shape)}" if shape is not None else dtype
+            wrong.append(f"{name}: expected {expected}, got {got.dtype} {tuple(got.shape)}")
+    if not wrong:
+        return None
+    return VerdictError(f"{backend_name} broke the {case.op} output contract: {'; '.join(wrong)}",
+                        stage="compare", detail={"contract": "; ".join(wrong)})
+
+
 def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
              fault: Optional[str] = None, timeout_s: Optional[float] = None) -> Run:
     backend = registry.get(backend_name)
@@ -159,6 +182,10 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
         run.error = Crash(f"{backend_name} raised {type(exc).__name__}: {exc}",
                           detail={"traceback": traceback.format_exc(limit=8)})
     run.duration_s = time.perf_counter() - start
+    if run._outputs is not None:
+        run.error = contract_error(backend_name, case, run._outputs)
+        if run.error is not None:
+            run._outputs = None
     if run.verdict == "HANG":
         _after_hang(backend_name, run)
     if hang_guard is not None and not (run.error and "injected_fault" in run.error.detail):

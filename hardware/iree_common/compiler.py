@@ -104,9 +104,12 @@ def llvm_version(tool: Optional[str] = None) -> str:
     return _version_field(tool, "LLVM version")
 
 
+ENTRY_FORMAT = "index-v1"   # in the key: entries of an older suite (no index) sit beside, never replaced under a reader
+
+
 def cache_key(mlir: str, flags: Sequence[str], tool: Optional[str] = None) -> str:
     h = hashlib.sha256()
-    for part in (compiler_version(tool), "\0".join(flags), mlir):
+    for part in (ENTRY_FORMAT, compiler_version(tool), "\0".join(flags), mlir):
         h.update(part.encode())
         h.update(b"\x01")
     return h.hexdigest()
