@@ -1,16 +1,21 @@
 """One linalg MLIR program per case, generated from its parameters, shared by every IREE backend.
 
 Each operator family with IREE programs has a module ``hardware/iree_common/programs/<op>.py``
-exposing ``program(case) -> Program``.
+exposing ``program(case) -> Program``, and optionally ``plan(case) -> tuple[Program, ...]``: a
+runlist of programs run one after another, each reading case inputs or earlier programs' outputs
+by name (fused_decode's steps), whose outputs together are the case's outputs.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Mapping, Optional
+
+import numpy as np
 
 from golden.case import Case
+from hardware.errors import Unsupported
 
 
 @dataclass(frozen=True)
@@ -37,3 +42,26 @@ def unsupported_op(op: str) -> Optional[str]:
 
 def program_for(case: Case) -> Program:
     return program_module(case.op).program(case)
+
+
+def plan_for(case: Case) -> tuple[Program, ...]:
+    module = program_module(case.op)
+    plan = getattr(module, "plan", None)
+    return tuple(plan(case)) if plan is not None else (module.program(case),)
+
+
+def run_plan(plan: tuple[Program, ...], inputs: Mapping[str, np.ndarray],
+             run_program: Callable[[Program, dict], dict]) -> dict[str, np.ndarray]:
+    """Run each program on the buffers it names (case inputs, then earlier outputs); every
+    program's outputs are returned."""
+    buffers = dict(inputs)
+    outputs: dict[str, np.ndarray] = {}
+    for program in plan:
+        missing = [n for n in program.inputs if n not in buffers]
+        if missing:
+            raise Unsupported(f"{program.entry} reads {', '.join(missing)}, which neither the case's inputs "
+                              "nor an earlier program provide")
+        result = run_program(program, {n: buffers[n] for n in program.inputs})
+        buffers.update(result)
+        outputs.update(result)
+    return outputs

@@ -16,9 +16,9 @@ import numpy as np
 
 from golden.case import Case
 from hardware.backend import Backend
-from hardware.errors import Crash, Unsupported
+from hardware.errors import Crash
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import Program, program_for, unsupported_op
+from hardware.iree_common.program import Program, plan_for, program_for, run_plan, unsupported_op
 
 HOST_FLAGS = ("--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -90,13 +90,12 @@ class IreeCpuBackend(Backend):
     def compile(self, case: Case, program: Optional[Program] = None) -> compiler.Compiled:
         program = program or program_for(case)
         flags = HOST_FLAGS + tuple(getattr(program, "compile_flags", ()))
-        return compiler.compile_cached(program.mlir, flags, name=f"{case.op}/{case.id}")
+        return compiler.compile_cached(program.mlir, flags, name=f"{case.op}/{case.id}/{program.entry}")
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        program = program_for(case)
-        missing = [n for n in program.inputs if n not in inputs]
-        if missing:
-            raise Unsupported(f"inputs lack {', '.join(missing)} that the program of {case.op} takes")
+        return run_plan(plan_for(case), inputs, lambda program, args: self._run_program(case, program, args))
+
+    def _run_program(self, case: Case, program: Program, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         compiled = self.compile(case, program)
         ctx = _load(str(compiled.vmfb))
         fn = ctx.modules.module[program.entry]
