@@ -1,9 +1,9 @@
 """The fused_decode family (seed 001): one decode step of a Llama-3.2-1B-shaped block as a runlist.
 
 The pipeline is data: ``DECODE_BLOCK`` lists the steps, each an operator of golden/llama_ops.py
-with its named input buffers and its output buffer. A backend returns every buffer it produced
-(the step outputs, in bf16 as IRON's host buffers hold them) plus ``fused_out``, the block's
-output computed as one fused program where the backend has one.
+with its named input buffers and its output buffer. A case runs either the runlist step by step
+(``program="steps"``: the backend returns every step's output buffer, in bf16 as IRON's host
+buffers hold them) or the block as one fused program (``program="fused"``: ``fused_out``).
 
 Three ways to judge a run, as seed 001's FusedMLIROperator dispatch modes:
 - compare mode (``compare_steps``): every step against its reference re-seeded from the device's
@@ -104,12 +104,26 @@ SMALL = Config(64, 4, 2, 16, 128, past=15)
 SINK_SCORE = 96.0
 
 
-def make_case(cfg: Config, base_seed: int = 0) -> Case:
+PROGRAMS = ("steps", "fused")
+
+
+def make_case(cfg: Config, base_seed: int = 0, program: str = "steps") -> Case:
+    """``program``: ``steps`` runs the runlist one step at a time and returns every buffer (compare
+    mode); ``fused`` runs the block as one program and returns ``fused_out`` (end to end). Both
+    draw the same inputs."""
+    if program not in PROGRAMS:
+        raise ValueError(f"program must be one of {PROGRAMS}, not {program!r}")
     params = {"hidden": cfg.hidden, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
               "head_dim": cfg.head_dim, "intermediate": cfg.intermediate, "past": cfg.past,
               "pos": cfg.past, "rope_theta": cfg.rope_theta, "attn_scale": cfg.head_dim ** -0.5,
-              "dtype": "bf16"}
-    return Case(OP, cfg.id, params, case_seed(OP, cfg.id, base_seed))
+              "dtype": "bf16", "program": program}
+    return Case(OP, f"{cfg.id}-{program}", params, case_seed(OP, cfg.id, base_seed))
+
+
+def as_program(case: Case, program: str) -> Case:
+    """The same block and inputs, run as ``program`` (steps or fused)."""
+    base = case.id.rsplit("-", 1)[0]
+    return Case(case.op, f"{base}-{program}", {**case.params, "program": program}, case.seed)
 
 
 def step_params(case: Case, step: Step) -> dict:

@@ -3,8 +3,8 @@
 Each step is the operator of golden/llama_ops.py evaluated in f32 arithmetic (numpy keeps f32
 operands in f32: BLAS f32 dot products, pairwise f32 sums, f32 exp / cos / sin / pow, the RoPE
 angles formed in f32) on the bf16 buffers, and its output rounded to bf16, as IRON's operators
-read and write bf16 host buffers. ``fused_out`` is the same chain: emu has no separate fused
-program, so a fault changes it exactly as it changes the step-by-step buffers.
+read and write bf16 host buffers. A ``fused`` case runs the same chain and returns only
+``fused_out``: emu has no separate fused program.
 
 Faults, one per documented way a fused step goes wrong; each replaces one operator and lets the
 rest of the runlist run on its output, as a device would:
@@ -44,10 +44,14 @@ def _run(case: Case, bufs: dict, steps, replace: Mapping[str, Callable] = {}) ->
     return out
 
 
-def run(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    out = _run(case, dict(inputs), F.DECODE_BLOCK)
-    out[F.FUSED_OUTPUT] = out[F.OUTPUT].copy()
+def _finish(case: Case, out: dict) -> dict:
+    if case.params["program"] == "fused":
+        return {F.FUSED_OUTPUT: out[F.OUTPUT]}
     return out
+
+
+def run(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return _finish(case, _run(case, dict(inputs), F.DECODE_BLOCK))
 
 
 def timeout(case: Case) -> float:
@@ -56,16 +60,17 @@ def timeout(case: Case) -> float:
 
 def _step_fault(step_names: tuple[str, ...], make_op: Callable[[Case], Callable]):
     """A fault that recomputes the runlist from the first of ``step_names`` with the faulty
-    operator there, on the backend's own buffers before it."""
+    operator there, on the backend's own buffers before it (a fused run keeps no buffers: the
+    whole block is recomputed)."""
     def fault(case: Case, outputs: dict) -> dict:
         if case.op != F.OP:
             return outputs
-        first = next(i for i, s in enumerate(F.DECODE_BLOCK) if s.name in step_names)
+        first = 0
+        if case.params["program"] == "steps":
+            first = next(i for i, s in enumerate(F.DECODE_BLOCK) if s.name in step_names)
         bufs = {**F.make_inputs(case), **outputs}
         op = make_op(case)
-        redone = _run(case, bufs, F.DECODE_BLOCK[first:], {n: op for n in step_names})
-        outputs.update(redone)
-        outputs[F.FUSED_OUTPUT] = redone[F.OUTPUT].copy()
+        outputs.update(_finish(case, _run(case, bufs, F.DECODE_BLOCK[first:], {n: op for n in step_names})))
         return outputs
     return fault
 

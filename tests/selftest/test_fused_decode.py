@@ -19,11 +19,13 @@ STEP_FAULTS = {"fused-stale-output": "v_proj", "fused-rope-theta": "q_rope",
                "fused-rmsnorm-no-weight": "attn_norm", "fused-softmax-no-max": "attn_softmax"}
 
 
-def _judge(case, inputs, outputs):
-    results = F.compare_steps(case, inputs, outputs)
-    first = F.first_divergent(results)
+def _judge(case, inputs, fault=None, backend="emu"):
+    """(first divergent step in compare mode, whether the fused block is right end to end)."""
+    steps = runner.execute(runner.Job(backend, case, inputs, fault))
+    fused = runner.execute(runner.Job(backend, F.as_program(case, "fused"), inputs, fault))
+    first = F.first_divergent(F.compare_steps(case, inputs, steps))
     expected, tol = F.end_to_end_expected(case, inputs)
-    e2e = census(np.asarray(outputs[F.FUSED_OUTPUT], np.float64), expected, tol=tol)
+    e2e = census(np.asarray(fused[F.FUSED_OUTPUT], np.float64), expected, tol=tol)
     return (first.step.name if first else None), e2e.ok
 
 
@@ -36,15 +38,19 @@ def small():
 def test_clean_emu_passes_over_50_seeds():
     for seed in range(50):
         case = F.make_case(F.SMALL, seed)
-        inputs = F.make_inputs(case)
-        assert _judge(case, inputs, runner.execute(runner.Job("emu", case, inputs))) == (None, True), seed
+        assert _judge(case, F.make_inputs(case)) == (None, True), seed
 
 
 @pytest.mark.parametrize("fault, step", STEP_FAULTS.items())
 def test_each_step_fault_diverges_first_at_its_step(small, fault, step):
     case, inputs = small
-    outputs = runner.execute(runner.Job("emu", case, inputs, fault))
-    assert _judge(case, inputs, outputs) == (step, False)
+    assert _judge(case, inputs, fault) == (step, False)
+
+
+def test_steps_and_fused_cases_share_inputs():
+    steps, fused = F.make_case(F.SMALL, 3, "steps"), F.make_case(F.SMALL, 3, "fused")
+    assert steps.seed == fused.seed and steps.id != fused.id
+    assert F.as_program(steps, "fused") == fused
 
 
 def test_generic_fault_is_attributed_to_the_step_it_touched(small):
@@ -83,7 +89,8 @@ def test_end_to_end_bound_margin():
     for seed in range(200):
         case = F.make_case(F.SMALL, seed)
         inputs = F.make_inputs(case)
-        out = runner.execute(runner.Job("emu", case, inputs))[F.FUSED_OUTPUT].astype(np.float64)
+        fused = F.as_program(case, "fused")
+        out = runner.execute(runner.Job("emu", fused, inputs))[F.FUSED_OUTPUT].astype(np.float64)
         expected, tol = F.end_to_end_expected(case, inputs)
         worst = max(worst, float(np.max(np.abs(out - expected) / tol)))
     assert 0.2 < worst < 0.75

@@ -1,9 +1,9 @@
 """linalg programs of the fused_decode family (golden/fused_decode.py): one per step, and the block.
 
-``plan(case)`` is the runlist step by step, each step its own module reading and writing bf16
-buffers (compare mode needs every step's output, computed from the device's own inputs to it);
-its last program is the whole block as one function, ``fused_out``, so the compiler may fuse
-across steps as it likes (the end-to-end check). Every operator reads bf16, computes in f32
+``plan(case)`` of a ``steps`` case is the runlist step by step, each step its own module reading
+and writing bf16 buffers (compare mode needs every step's output, computed from the device's own
+inputs to it); of a ``fused`` case, the whole block as one function returning ``fused_out``, so
+the compiler may fuse across steps as it likes (the end-to-end check). Every operator reads bf16, computes in f32
 (``arith.extf``) and rounds its result once to bf16 (``arith.truncf``), as IRON's operators and
 golden/llama_ops.py's error model have it.
 """
@@ -306,14 +306,14 @@ def _block_inputs() -> tuple[str, ...]:
 
 def plan(case: Case) -> tuple[Program, ...]:
     shapes = _shapes(case)
-    progs = [Program(_function(s.name, case, [s], shapes, s.ins, s.out), s.name, s.ins, (s.out,))
-             for s in F.DECODE_BLOCK]
-    ins = _block_inputs()
-    progs.append(Program(_function("fused_block", case, F.DECODE_BLOCK, shapes, ins, F.OUTPUT), "fused_block",
-                         ins, (F.FUSED_OUTPUT,)))
-    return tuple(progs)
+    if case.params["program"] == "fused":
+        ins = _block_inputs()
+        return (Program(_function("fused_block", case, F.DECODE_BLOCK, shapes, ins, F.OUTPUT), "fused_block",
+                        ins, (F.FUSED_OUTPUT,)),)
+    return tuple(Program(_function(s.name, case, [s], shapes, s.ins, s.out), s.name, s.ins, (s.out,))
+                 for s in F.DECODE_BLOCK)
 
 
 def program(case: Case) -> Program:
-    """The whole block as one module (the last program of ``plan``)."""
-    return plan(case)[-1]
+    """The whole block as one module."""
+    return plan(F.as_program(case, "fused"))[0]
