@@ -12,7 +12,8 @@ pytestmark = pytest.mark.family(gemm.OP)
 
 CONFIGS = [pytest.param(c, id=c.id) for c in gemm.CI_CONFIGS] + [
     pytest.param(gemm.VOCAB_MINI, id="vocab-mini-" + gemm.VOCAB_MINI.id),
-    pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.id, marks=pytest.mark.large)]
+    pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.id, marks=pytest.mark.large)] + [
+    pytest.param(c, id=c.id) for c in gemm.BF16_CONFIGS]
 
 
 def _partitions(configs):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
 import numpy as np
@@ -24,6 +24,9 @@ class Program:
     entry: str                   # exported function name
     inputs: tuple[str, ...]      # input names, in argument order (keys of the case's inputs dict)
     outputs: tuple[str, ...]     # output names, in result order (keys of the outputs dict)
+    # Arguments that are case parameters, not case inputs (a valid shape, a pad value): passed at
+    # run time, so cases that differ only in them share one compiled module.
+    constants: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 def program_module(op: str):
@@ -37,6 +40,25 @@ def unsupported_op(op: str) -> Optional[str]:
     if program_module(op) is None:
         return f"no linalg program for operator {op!r} (add hardware/iree_common/programs/{op}.py)"
     return None
+
+
+def riscv_target(case: Case) -> tuple[Optional[str], Optional[int]]:
+    """The RISC-V flag variant and VLEN the case asks for (``params['variant']`` / ``['vlen']``),
+    or (None, None) when its family's ``variant`` parameter means something else (a program
+    module with ``RISCV_VARIANTS = False``, e.g. seed 002's kernel variants)."""
+    if not getattr(program_module(case.op), "RISCV_VARIANTS", True):
+        return None, None
+    p = case.params if hasattr(case.params, "get") else {}
+    return p.get("variant"), p.get("vlen")
+
+
+def unsupported_case(case: Case) -> Optional[str]:
+    """Why the family's program cannot express this case (the module's ``unsupported(case)``)."""
+    reason = unsupported_op(case.op)
+    if reason:
+        return reason
+    check = getattr(program_module(case.op), "unsupported", None)
+    return check(case) if check is not None else None
 
 
 
@@ -57,6 +79,7 @@ def run_plan(plan: tuple[Program, ...], inputs: Mapping[str, np.ndarray],
     buffers = dict(inputs)
     outputs: dict[str, np.ndarray] = {}
     for program in plan:
+        buffers.update(program.constants)
         missing = [n for n in program.inputs if n not in buffers]
         if missing:
             raise Unsupported(f"{program.entry} reads {', '.join(missing)}, which neither the case's inputs "

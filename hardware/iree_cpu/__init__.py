@@ -18,7 +18,7 @@ from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import Program, plan_for, program_for, run_plan, unsupported_op
+from hardware.iree_common.program import Program, plan_for, program_for, riscv_target, run_plan, unsupported_case, unsupported_op
 
 HOST_FLAGS = ("--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -67,14 +67,13 @@ class IreeCpuBackend(Backend):
         return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
-        reason = self.supports_op(case.op)
+        reason = unsupported_case(case)
         if reason:
             return reason
-        variant = case.params.get("variant") if hasattr(case.params, "get") else None
+        variant, vlen = riscv_target(case)
         if variant not in HOST_VARIANTS:
             return (f"RISC-V flag variant {variant!r} has no meaning on the host; "
                     f"iree-cpu runs the {riscv.BASELINE_VARIANT!r} case of the same kind and shape")
-        vlen = case.params.get("vlen") if hasattr(case.params, "get") else None
         if vlen not in HOST_VLENS:
             return (f"VLEN {vlen} is a simulator setting; iree-cpu runs the VLEN {riscv.BASELINE_VLEN} "
                     "case of the same kind and shape")

@@ -27,7 +27,7 @@ from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash, Hang, Unsupported
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import plan_for, run_plan, unsupported_op
+from hardware.iree_common.program import plan_for, riscv_target, run_plan, unsupported_case, unsupported_op
 from hardware.qemu_rvv import build, protocol, scan
 
 QEMU = "qemu-riscv64-static"
@@ -91,14 +91,14 @@ class QemuRvvBackend(Backend):
         return build.toolchain_missing()
 
     def _variant_vlen(self, case: Case) -> tuple[str, int]:
-        p = case.params if hasattr(case.params, "get") else {}
-        return riscv.canonical(p.get("variant") or riscv.BASELINE_VARIANT), int(p.get("vlen") or riscv.BASELINE_VLEN)
+        variant, vlen = riscv_target(case)
+        return riscv.canonical(variant or riscv.BASELINE_VARIANT), int(vlen or riscv.BASELINE_VLEN)
 
     def supports_op(self, op: str) -> Optional[str]:
         return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
-        reason = self.supports_op(case.op)
+        reason = unsupported_case(case)
         if reason:
             return reason
         variant, vlen = self._variant_vlen(case)
