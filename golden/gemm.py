@@ -126,4 +126,6 @@ LLAMA_VOCAB = GemmConfig(2048, 2048, 128256, 64, 64, 64, 8, True, False, 4)
 VOCAB_MINI = GemmConfig(256, 512, 4008, 64, 64, 64, 8, True, False, 4)
 # The same operator without bfp16 emulation (IRON's emulate_bf16_mmul_with_bfp16 off): what a
 # compiler that computes bf16 x bf16 exactly in f32 (IREE) runs, on the seed's P4 shapes.
-BF16_CONFIGS = [replace(c, emulate_bfp16=False) for c in (CI_CONFIGS[7], CI_CONFIGS[1], VOCAB_MINI)]
+# M64-K128-N256-P4 is small enough for a simulator's default run.
+BF16_CONFIGS = [replace(c, emulate_bfp16=False) for c in (CI_CONFIGS[7], CI_CONFIGS[1], VOCAB_MINI)] + [
+    GemmConfig(64, 128, 256, 16, 64, 64, 4, True, False, 4, emulate_bfp16=False)]

@@ -7,6 +7,7 @@ partitions names them. The control runs each partition as its own partition_N=1 
 import pytest
 
 from golden import assert_close, gemm
+from hardware.budget import simulator_budget_skip
 
 pytestmark = pytest.mark.family(gemm.OP)
 
@@ -47,7 +48,8 @@ def expected(inputs, cfg):
 
 
 @pytest.fixture(scope="module")
-def run(hw, case, inputs):
+def run(hw, cfg, case, inputs, request):
+    simulator_budget_skip(hw, cfg.M * cfg.K * cfg.N, request.config)
     return hw.run(case, inputs)
 
 
@@ -76,7 +78,8 @@ def test_partition(run, cfg, part, expected):
 
 @pytest.mark.parametrize("cfg, part", [p for p in _partitions(CONFIGS) if p.values[0].partition_N > 1],
                          indirect=["cfg"])
-def test_standalone_partition(hw, cfg, part, inputs, expected, golden_seed):
+def test_standalone_partition(hw, cfg, part, inputs, expected, golden_seed, request):
+    simulator_budget_skip(hw, cfg.M * cfg.K * cfg.n_part, request.config)
     ref, tol = expected
     single = cfg.standalone(part)
     run = hw.run(gemm.make_case(single, golden_seed), gemm.standalone_inputs(inputs, cfg, part))
