@@ -1,7 +1,7 @@
 # The two commands of the README. Both run the set-up first (idempotent).
 PYTHON ?= python3
 
-.PHONY: setup suite test
+.PHONY: setup suite test wheel-check
 setup:
 	bash scripts/setup.sh
 
@@ -12,3 +12,7 @@ suite: setup
 # Everything: the suite and the harness's own selftests (what CI runs).
 test: setup
 	$(PYTHON) -m pytest tests
+
+# The outside-team path: wheel + examples/outside-operator in a scratch venv, run outside this tree.
+wheel-check: setup
+	PYTHON=$(PYTHON) bash scripts/wheel_check.sh

@@ -13,23 +13,38 @@ COMMANDS = {
     "report": "hardware.report:main",
     "sweep": "hardware.sweep:main",
     "lint-pto": "hardware.pypto.lint:main",
+    "scan-rvv": "hardware.qemu_rvv.scan:main",
 }
 
 
 def list_backends(argv) -> int:
+    """Every registered backend and why it is (not) usable; then every registration and its source."""
     from hardware import registry
+    try:
+        backends = registry.registrations("backend")
+    except registry.RegistrationError as exc:
+        print(f"accel-regress registrations: {exc}", file=sys.stderr)
+        return 2
     rows = []
-    for name in registry.KNOWN:
+    for name in backends:
         backend = registry.get(name)
         reason = registry.availability(name)
+        missing = backend.missing_files() if reason is None else []
+        if missing:
+            reason = f"set-up error: the installation lacks {', '.join(missing)}"
         rows.append((name, backend.kind or "?", "yes" if reason is None else "no", reason or backend.description))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     print(f"{'backend':<{w0}}  {'kind':<{w1}}  available  notes")
     for name, kind, ok, note in rows:
         print(f"{name:<{w0}}  {kind:<{w1}}  {ok:<9}  {note}")
-    default = [n for n in registry.KNOWN if registry.availability(n) is None]
+    default = [n for n in backends if registry.availability(n) is None]
     print(f"\ndefault --hw here: {','.join(default)}")
+    print("\nregistrations (entry-point group: name = object, registered by):")
+    for kind, group in registry.GROUPS.items():
+        print(f"{group}:")
+        for reg in registry.registrations(kind).values():
+            print(f"  {reg.name} = {reg.value}  [{reg.source}]")
     return 0
 
 

@@ -1,6 +1,7 @@
 """The interface every backend implements. One backend per folder under hardware/."""
 from __future__ import annotations
 
+from importlib import resources
 from typing import Mapping, Optional
 
 import numpy as np
@@ -14,6 +15,23 @@ class Backend:
     description: str = ""
     default_timeout_s: float = 120.0
     device_resource: Optional[str] = None   # hardware backends: name of the device pool they lock
+    # Non-Python files the backend reads at run time, as "package:relative/path" (package data of
+    # the wheel). One missing is a set-up error of the backend naming the file, never a CRASH.
+    package_files: tuple[str, ...] = ()
+
+    def missing_files(self) -> list[str]:
+        """The ``package_files`` not present in this installation, as paths."""
+        missing = []
+        for spec in self.package_files:
+            package, _, rel = spec.partition(":")
+            try:
+                path = resources.files(package).joinpath(rel)
+            except ModuleNotFoundError:
+                missing.append(spec)
+                continue
+            if not path.is_file():
+                missing.append(str(path))
+        return missing
 
     def availability(self) -> Optional[str]:
         """None when usable here; otherwise what is missing and how to get it."""

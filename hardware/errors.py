@@ -33,3 +33,8 @@ class CompileError(VerdictError):
 
 class Unsupported(Exception):
     """The backend cannot run this case (a SKIP with the reason), e.g. an operator it lacks."""
+
+
+class SetupError(Exception):
+    """The backend's installation is incomplete (a packaged file is missing): a fault of the
+    set-up, reported at the test's set-up with the file named, never as a verdict on the device."""

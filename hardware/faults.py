@@ -2,15 +2,13 @@
 
 Applied to every backend result before comparison, inside the (isolated) run, so a fault that
 raises ``Hang`` / ``Crash`` or really hangs or kills its process exercises the same path a device
-would. Built-in faults are the documented bugs, shipped with the ``emu`` models of each family
-(a ``FAULTS`` dict in each ``hardware/emu/<op>.py``); they act on outputs only, so they apply to
-any backend.
+would. Built-in faults are the documented bugs, shipped with the registered ``emu`` model of each
+family (its ``FAULTS`` dict; hardware/registry.py); they act on outputs only, so they apply to any
+backend.
 """
 from __future__ import annotations
 
-import importlib
 import importlib.util
-import pkgutil
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -18,14 +16,16 @@ Fault = Callable  # (case, outputs) -> outputs
 
 
 def builtin() -> dict[str, Fault]:
-    import hardware.emu as emu
+    from hardware import registry
     found: dict[str, Fault] = {}
-    for info in pkgutil.iter_modules(emu.__path__):
-        module = importlib.import_module(f"hardware.emu.{info.name}")
-        for name, fn in getattr(module, "FAULTS", {}).items():
+    where: dict[str, str] = {}
+    for op, reg in registry.registrations("emu_model").items():
+        for name, fn in getattr(registry.module_for("emu_model", op), "FAULTS", {}).items():
             if name in found:
-                raise RuntimeError(f"built-in fault {name!r} is defined twice")
-            found[name] = fn
+                raise registry.RegistrationError(
+                    f"fault {name!r} is defined twice: by the emu model of {where[name]} and of "
+                    f"{op!r} ({reg.value}, {reg.source})")
+            found[name], where[name] = fn, f"{op!r} ({reg.value}, {reg.source})"
     return found
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Iterable, Optional
@@ -148,20 +147,26 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
     return merged, notes
 
 
-def _bring_arrays(merged: dict, out_dir: Path) -> int:
-    """Copy each case's saved ratio map next to the merged results, so its report has heatmaps."""
+def _bring_arrays(merged: dict, out_dir: Path, notes: list[str]) -> int:
+    """Copy each case's saved ratio map next to the merged results, so its report has heatmaps.
+
+    Only a file under the source results file's own folder is copied (results.member_path): a
+    results file is untrusted input, and the merged folder is published as a CI artifact.
+    """
     copied = 0
     for n, case in enumerate(merged["cases"]):
         info = (case.get("detail") or {}).get("heatmap")
         if not isinstance(info, dict) or not info.get("array"):
             continue
-        src = Path(case["source"]).parent / info["array"]
+        try:
+            data = results.read_member(Path(case["source"]).parent, info["array"])
+        except results.ResultsError as exc:
+            case["detail"] = dict(case["detail"], heatmap={k: v for k, v in info.items() if k != "array"})
+            if "no such file" not in str(exc).lower():
+                notes.append(f"{case['source']}: heatmap of {case['nodeid']} not copied: {exc}")
+            continue           # missing: the runner's arrays did not travel with its results.json
         rel = f"arrays/{n:05d}-{Path(info['array']).name}"
-        if not src.is_file():
-            continue                  # the runner's arrays did not travel with its results.json
-        (out_dir / "arrays").mkdir(parents=True, exist_ok=True)
-        if src.resolve() != (out_dir / rel).resolve():
-            shutil.copyfile(src, out_dir / rel)
+        results.write_atomic_bytes(out_dir / rel, data)
         case["detail"] = dict(case["detail"], heatmap=dict(info, array=rel))
         copied += 1
     return copied
@@ -183,7 +188,7 @@ def main(argv=None) -> int:
         print(f"merge: {exc}", file=sys.stderr)
         return 2
     out = Path(args.output)
-    copied = _bring_arrays(merged, out.parent)
+    copied = _bring_arrays(merged, out.parent, notes)
     results.write_atomic(out, json.dumps(merged, indent=1, default=str) + "\n")
     if copied:
         print(f"copied {copied} heatmap array(s) into {out.parent / 'arrays'}")

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from hardware.atomic import write_atomic
+from hardware.atomic import write_atomic, write_atomic_bytes  # noqa: F401 (re-exported)
 
 SCHEMA = "accel-regress/results"
 SCHEMA_VERSION = 1
@@ -93,6 +94,45 @@ def load(path: Path) -> dict:
         if missing:
             raise ResultsError(f"{path}: case {i} lacks {', '.join(missing)}")
     return data
+
+
+def member_path(results_dir: Path, rel: Any) -> Path:
+    """The file a results file names by ``rel``, which must lie under the results file's own folder.
+
+    A results file travels between machines and gets published, so a path in it is untrusted: an
+    absolute path, a ``..`` step or any symlink on the way is refused (never followed), and the
+    target must be a regular file. Raises ResultsError saying why.
+    """
+    if not isinstance(rel, str) or not rel or "\x00" in rel:
+        raise ResultsError(f"path {rel!r} is not a relative file name")
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or "\\" in rel or any(p == ".." for p in parts):
+        raise ResultsError(f"path {rel!r} leaves {results_dir} (absolute or '..'); refused")
+    here = Path(results_dir)
+    for part in parts:
+        if part == ".":
+            continue
+        here = here / part
+        try:
+            st = os.lstat(here)
+        except OSError as exc:
+            raise ResultsError(f"path {rel!r}: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ResultsError(f"path {rel!r}: {here} is a symlink; refused")
+    if not stat.S_ISREG(st.st_mode):
+        raise ResultsError(f"path {rel!r} is not a regular file; refused")
+    return here
+
+
+def read_member(results_dir: Path, rel: Any) -> bytes:
+    """The bytes of ``member_path(results_dir, rel)``, opened without following a last-moment symlink."""
+    path = member_path(results_dir, rel)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ResultsError(f"path {rel!r}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 class Sink:

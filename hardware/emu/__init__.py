@@ -1,26 +1,25 @@
 """``emu``: numerical models of the devices, runnable anywhere.
 
-One module per operator family, named after ``case.op`` (``hardware/emu/<op>.py``), each with
-``run(case, inputs) -> outputs`` and a ``FAULTS`` dict of the family's documented bugs.
+One model module per operator family, registered in the ``accel_regress.emu_models`` entry-point
+group under the family's id (``case.op``); see hardware/registry.py. A model has
+``run(case, inputs) -> outputs``, a ``FAULTS`` dict of the family's documented bugs (built-in
+``--inject-fault`` names) and optionally ``timeout(case)``. The built-in models live next to this
+file and are registered in this repository's pyproject.toml like any other.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import platform
 from typing import Mapping, Optional
 
 import numpy as np
 
 from golden.case import Case
+from hardware import registry
 from hardware.backend import Backend
 
 
 def _model(op: str):
-    name = f"hardware.emu.{op}"
-    if not op.isidentifier() or importlib.util.find_spec(name) is None:
-        return None
-    return importlib.import_module(name)
+    return registry.module_for("emu_model", op)
 
 
 class EmuBackend(Backend):
@@ -31,7 +30,8 @@ class EmuBackend(Backend):
 
     def supports_op(self, op: str) -> Optional[str]:
         if _model(op) is None:
-            return f"emu has no model of operator {op!r} (add hardware/emu/{op}.py)"
+            return (f"emu has no model of operator {op!r} (register one in the entry-point group "
+                    f"{registry.GROUPS['emu_model']})")
         return None
 
     def versions(self) -> dict[str, str]:

@@ -45,23 +45,46 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+class Started:
+    """A manager task running in its own process group, with output appended to ``log``."""
+
+    def __init__(self, executable: str, task: str, config: Path, *, cwd: Path, log: Path,
+                 env: Optional[Mapping[str, str]] = None, note: str = ""):
+        self.argv = [executable, task, "-c", str(config)]
+        self.log = log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self._start = time.monotonic()
+        with open(log, "ab") as out:
+            out.write(f"$ {' '.join(self.argv)}  (cwd {cwd}{note})\n".encode())
+            out.flush()
+            self.proc = subprocess.Popen(self.argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         env=dict(env) if env is not None else None)
+
+    def wait(self, seconds: float) -> bool:
+        """True when it ended within ``seconds``."""
+        try:
+            self.proc.wait(timeout=seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+        except BaseException:
+            _stop(self.proc)
+            raise
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+    def result(self, timed_out: bool) -> ManagerRun:
+        return ManagerRun(self.argv, None if timed_out else self.proc.returncode, timed_out,
+                          time.monotonic() - self._start, self.log)
+
+
 def run(executable: str, task: str, config: Path, *, cwd: Path, bound_s: float, log: Path,
         env: Optional[Mapping[str, str]] = None) -> ManagerRun:
-    argv = [executable, task, "-c", str(config)]
-    log.parent.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    with open(log, "ab") as out:
-        out.write(f"$ {' '.join(argv)}  (cwd {cwd}, bound {bound_s:.0f} s)\n".encode())
-        out.flush()
-        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, env=dict(env) if env is not None else None)
-        try:
-            code: Optional[int] = proc.wait(timeout=bound_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _stop(proc)
-            code, timed_out = None, True
-        except BaseException:
-            _stop(proc)
-            raise
-    return ManagerRun(argv, code, timed_out, time.monotonic() - start, log)
+    """``firesim <task>`` to its end, or stopped (with everything it started) at ``bound_s``."""
+    task_run = Started(executable, task, config, cwd=cwd, log=log, env=env, note=f", bound {bound_s:.0f} s")
+    if task_run.wait(bound_s):
+        return task_run.result(False)
+    task_run.stop()
+    return task_run.result(True)

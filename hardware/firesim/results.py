@@ -55,6 +55,7 @@ class JobLogs:
     folder: Path
     uartlog: Path
     stderr: Optional[Path]      # metasim_stderr.out when present
+    heartbeat: Optional[Path] = None    # heartbeat.csv when present
 
 
 def job_logs(folder: Path, job: str) -> JobLogs:
@@ -67,5 +68,5 @@ def job_logs(folder: Path, job: str) -> JobLogs:
         present = sorted(p.name for p in job_dir.iterdir())
         raise ResultsError(f"{job_dir}: no uartlog (present: {', '.join(present) or 'nothing'}); FireSim "
                            f"copies the uartlog back only when the simulation ends")
-    stderr = job_dir / "metasim_stderr.out"
-    return JobLogs(folder, uartlog, stderr if stderr.is_file() else None)
+    stderr, beat = job_dir / "metasim_stderr.out", job_dir / "heartbeat.csv"
+    return JobLogs(folder, uartlog, stderr if stderr.is_file() else None, beat if beat.is_file() else None)

@@ -31,10 +31,33 @@ TAG = re.compile(r"\[(dn|dc|out|done)\]")
 KEY_VALUE = re.compile(r"([A-Za-z_]+)=(\S*)")
 BENCH = re.compile(r"\bbench\s+iter(?:ation)?\s+(\d+)\s*/\s*(\d+)", re.I)
 WARMUP = re.compile(r"\bwarm-?up\s+iter(?:ation)?\s+(\d+)\s*/\s*(\d+)([^\[]*)", re.I)
-# FireSim's driver, sim/midas/src/main/cc/core/simulation.cc:153-163 (stderr of the driver).
-DRIVER_PASSED = re.compile(r"\*\*\* PASSED \*\*\* after (\d+) cycles")
-DRIVER_FAILED = re.compile(r"\*\*\* FAILED \*\*\* \(code = (-?\d+)\) after (\d+) cycles")
-DRIVER_TIMED_OUT = re.compile(r"\*\*\* FAILED \*\*\* (?:simulation timed out|\(timeout\)) after (\d+) cycles")
+# End lines of the simulation drivers, each with where it is printed (repository path:line@commit;
+# tests/selftest/fixtures/real/firesim/README.md has the whole corpus). ``after<pad>N``: Verilog's
+# %d pads a 64-bit count to 20 columns (TestDriver.v), so any run of spaces is accepted.
+_N = r"after\s+(?P<cycles>\d+)\s+(?:simulation\s+)?cycles"
+DRIVER_LINES = (
+    # FireSim >= 1.16: sim/midas/src/main/cc/core/simulation.cc:153-163@be558e3 (since c890239a9)
+    # FireSim <= 1.15: sim/src/main/cc/firesim/firesim_top.cc:591-595@351054c97
+    # rocket-chip emulator.cc:331@c1dda58, TestDriver.v:153@c1dda58 ("Completed", TestDriver "simulation cycles")
+    ("passed", re.compile(r"\*\*\* PASSED \*\*\*(?: Completed)? " + _N)),
+    # FireSim (all versions): "(code = K)"; rocket-chip emulator.cc:316,321@c1dda58 "via dtm|jtag (code = K,
+    # seed S)", and before 135f06cef (2018-02) the same without "via ...": emulator.cc:316@135f06cef^
+    ("failed", re.compile(r"\*\*\* FAILED \*\*\*(?: via (?:dtm|jtag))? \(code = (?P<code>-?\d+)(?:, seed (?P<seed>\d+))?\) " + _N)),
+    # the cycle bound: FireSim >= 1.16 "simulation timed out" (simulation.cc:160@be558e3); 1.13-1.15
+    # "+max_cycles specified timeout" (firesim_top.cc:593@351054c97); <= 1.12 "(timeout)"
+    # (firesim_top.cc:588@d2aad962); rocket-chip emulator "via trace_count (timeout, seed S)"
+    # (emulator.cc:326@c1dda58) and "(timeout, seed S)" before 135f06cef; TestDriver.v:139,145@c1dda58
+    # " (timeout)" ... "simulation cycles"
+    ("timed_out", re.compile(r"\*\*\* FAILED \*\*\*\s*(?:simulation timed out|\+max_cycles specified timeout|"
+                             r"(?:via trace_count )?\(timeout(?:, seed (?P<seed>\d+))?\)) " + _N)),
+    # TestDriver.v:145@c1dda58 with an empty reason: a failure that names no code
+    ("failed", re.compile(r"\*\*\* FAILED \*\*\*\s+" + _N)),
+)
+# FireSim's heartbeat (sim/midas/src/main/cc/bridges/heartbeat.cc:50-55@be558e3): target time did not
+# advance between two polls; the bridge then ends the run with exit code 1 (heartbeat.h:29-30), so the
+# driver's next line is "*** FAILED *** (code = 1)".
+DEADLOCK = re.compile(r"Simulator deadlock detected at target cycle (?P<cycles>-?\d+)\. Terminating\.")
+DRIVER_KINDS = ("passed", "failed", "timed_out", "deadlock")
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i8": np.int8, "i64": np.int64}
 
@@ -59,7 +82,7 @@ def split_lines(text: str) -> list[str]:
 
 @dataclass
 class Marker:
-    kind: str                    # dn, dc, out, done, bench, warmup, passed, failed, timed_out
+    kind: str                    # dn, dc, out, done, bench, warmup, passed, failed, timed_out, deadlock
     line: int                    # 1-based line number in its file
     fields: dict = field(default_factory=dict)
     text: str = ""               # the marker's own text (for [out]: everything after the tag)
@@ -82,14 +105,19 @@ def markers(lines: list[str]) -> list[Marker]:
     found: list[Marker] = []
     for number, line in enumerate(lines, 1):
         star, bracket, it = "***" in line, "[" in line, "iter" in line.lower()
-        if not (star or bracket or it):
+        if not (star or bracket or it or "deadlock" in line):
             continue        # most noise lines: no marker can be on them
         here: list[tuple[int, Marker]] = []
-        for rx, kind in (() if not star else ((DRIVER_PASSED, "passed"), (DRIVER_FAILED, "failed"), (DRIVER_TIMED_OUT, "timed_out"))):
+        taken: list[tuple[int, int]] = []
+        for kind, rx in (DRIVER_LINES if star else ()):
             for m in rx.finditer(line):
-                fields = ({"code": int(m.group(1)), "cycles": int(m.group(2))} if kind == "failed"
-                          else {"cycles": int(m.group(1))})
+                if any(a < m.end() and m.start() < b for a, b in taken):
+                    continue        # one end line, one marker (the first pattern that reads it)
+                taken.append((m.start(), m.end()))
+                fields = {k: int(v) for k, v in m.groupdict().items() if v is not None}
                 here.append((m.start(), Marker(kind, number, fields, m.group(0))))
+        for m in (DEADLOCK.finditer(line) if "deadlock" in line else ()):
+            here.append((m.start(), Marker("deadlock", number, {"cycles": int(m.group("cycles"))}, m.group(0))))
         for m in (WARMUP.finditer(line) if it else ()):
             done = bool(re.search(r"\b(done|complete|completed|finished)\b", m.group(3), re.I))
             here.append((m.start(), Marker("warmup", number, {"i": int(m.group(1)), "n": int(m.group(2)),

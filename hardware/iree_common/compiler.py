@@ -11,7 +11,8 @@ its copy).
 Flags may name files inside the output folder with the placeholder ``{out}``
 (``--iree-llvmcpu-static-library-output-path={out}/lib.o``); it is replaced by the real folder.
 
-The cache lives in ``$ACCEL_IREE_CACHE`` or ``<repo>/.cache/iree`` (git-ignored). A failed
+The cache lives in ``$ACCEL_IREE_CACHE``, else ``<repo>/.cache/iree`` (git-ignored) in a checkout, else
+``$XDG_CACHE_HOME/accel-regress/iree`` (never inside an installed package). A failed
 compile is not cached: it raises ``hardware.CompileError`` with the compiler's diagnostic in
 ``detail['diagnostic']``; a compile that outlives its bound raises ``hardware.Hang`` at stage
 ``compile``.
@@ -39,7 +40,11 @@ DIAGNOSTIC_CHARS = 20000
 
 def cache_root() -> Path:
     env = os.environ.get("ACCEL_IREE_CACHE")
-    return Path(env) if env else REPO / ".cache" / "iree"
+    if env:
+        return Path(env)
+    if (REPO / "pyproject.toml").is_file():
+        return REPO / ".cache" / "iree"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-regress" / "iree"
 
 
 @lru_cache(maxsize=1)

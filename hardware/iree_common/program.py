@@ -1,14 +1,14 @@
 """One linalg MLIR program per case, generated from its parameters, shared by every IREE backend.
 
-Each operator family with IREE programs has a module ``hardware/iree_common/programs/<op>.py``
-exposing ``program(case) -> Program``, and optionally ``plan(case) -> tuple[Program, ...]``: a
-runlist of programs run one after another, each reading case inputs or earlier programs' outputs
-by name (fused_decode's steps), whose outputs together are the case's outputs.
+Each operator family with IREE programs registers a module exposing ``program(case) -> Program``
+in the ``accel_regress.iree_programs`` entry-point group under the family's id (hardware/registry.py);
+the built-in ones live in ``hardware/iree_common/programs/``. A module may also expose
+``plan(case) -> tuple[Program, ...]``: a runlist of programs run one after another, each reading
+case inputs or earlier programs' outputs by name (fused_decode's steps), whose outputs together are
+the case's outputs; and ``unsupported(case)``, why its program cannot express a case.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
@@ -30,15 +30,15 @@ class Program:
 
 
 def program_module(op: str):
-    name = f"hardware.iree_common.programs.{op}"
-    if not op.isidentifier() or importlib.util.find_spec(name) is None:
-        return None
-    return importlib.import_module(name)
+    from hardware import registry
+    return registry.module_for("iree_program", op)
 
 
 def unsupported_op(op: str) -> Optional[str]:
     if program_module(op) is None:
-        return f"no linalg program for operator {op!r} (add hardware/iree_common/programs/{op}.py)"
+        from hardware import registry
+        return (f"no linalg program for operator {op!r} (register one in the entry-point group "
+                f"{registry.GROUPS['iree_program']})")
     return None
 
 
@@ -59,7 +59,6 @@ def unsupported_case(case: Case) -> Optional[str]:
         return reason
     check = getattr(program_module(case.op), "unsupported", None)
     return check(case) if check is not None else None
-
 
 
 def program_for(case: Case) -> Program:

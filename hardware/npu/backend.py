@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+import warnings
 from typing import Mapping, Optional
 
 import numpy as np
@@ -34,6 +35,10 @@ HOST_SETUP_S = 30.0
 IRON_COMPILE_S = 900.0
 
 
+class DriverTimeoutWarning(UserWarning):
+    """A case may legitimately run longer than the amdxdna driver lets a command run."""
+
+
 def _macs(case: Case) -> Optional[int]:
     p = case.params
     if all(k in p for k in ("M", "K", "N")):
@@ -49,6 +54,7 @@ class NpuBackend(Backend):
 
     def __init__(self):
         self._described: dict[int, dict] = {}
+        self._warned_driver_timeout = False
 
     # --- availability ------------------------------------------------------------------------
     def availability(self) -> Optional[str]:
@@ -150,6 +156,7 @@ class NpuBackend(Backend):
         return int(RUN_SLACK_MS + RUN_FACTOR * 1000.0 * macs / parts / FLOOR_MACS_PER_S)
 
     def timeout(self, case: Case) -> float:
+        self._check_driver_timeout(case)
         runs = int(case.params.get("partition_N", 1) or 1)
         total = HOST_SETUP_S + runs * self.run_bound_ms(case) / 1000.0
         try:
@@ -159,6 +166,20 @@ class NpuBackend(Backend):
         if mode == "iron":
             total += IRON_COMPILE_S + 2 * runs * self.run_bound_ms(case) / 1000.0   # forward + runlist
         return total
+
+    def _check_driver_timeout(self, case: Case) -> None:
+        """Warn (once per process) when a kernel run may take longer than the amdxdna driver's own
+        timeout: such a run, healthy or not, is ended by the driver and reported as HANG."""
+        limit = device.driver_timeout_s()
+        bound_ms = self.run_bound_ms(case)
+        if self._warned_driver_timeout or not limit or bound_ms <= limit * 1000:
+            return
+        self._warned_driver_timeout = True
+        warnings.warn(DriverTimeoutWarning(
+            f"npu: {case.id} allows a kernel run {bound_ms / 1000:.1f} s, longer than the amdxdna driver's "
+            f"timeout_in_sec={limit}: a run that long is ended by the driver (reported as HANG, naming the driver); "
+            f"raise /sys/module/amdxdna/parameters/timeout_in_sec (0 turns the watchdog off) for such cases"),
+            stacklevel=2)
 
     # --- running -----------------------------------------------------------------------------
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -170,7 +191,7 @@ class NpuBackend(Backend):
             if mode == "iron":
                 outputs, _ = iron_runner.run(case, inputs)
             else:
-                outputs, _ = xrt_runner.run(manifest.find(case), inputs, self.run_bound_ms(case))
+                outputs, _ = xrt_runner.run(manifest.find(case), inputs, self.run_bound_ms(case), self.device_kind())
         except manifest.ManifestError as exc:
             raise Crash(str(exc), stage="build", detail={"manifest": str(manifest.location())}) from None
         return outputs

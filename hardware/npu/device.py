@@ -166,8 +166,28 @@ def describe(handle) -> dict[str, str]:
         if isinstance(drv, dict) and drv.get("name"):
             info[f"driver_{drv['name']}"] = str(drv.get("version", "unknown"))
     info.setdefault("driver_amdxdna", _sys_module_version("amdxdna"))
+    timeout = driver_timeout_s()
+    info["amdxdna_timeout_in_sec"] = "no such parameter" if timeout is None else str(timeout)
     info["npu_firmware"] = firmware_version()
     return info
+
+
+SYS_MODULE = Path("/sys/module")
+
+
+def driver_timeout_s() -> Optional[int]:
+    """The amdxdna driver's own command timeout, ``timeout_in_sec`` (None where the parameter does
+    not exist; 0 = off). amd/xdna-driver src/driver/amdxdna/aie2_tdr.c:12-14 (default 2, 0644,
+    since 7e3e157c, 2024-07-19): a watchdog that every timeout_in_sec seconds checks whether any
+    context with pending commands completed one since the last check, and if none did, stops and
+    restarts every context (aie2_tdr_work, aie2_rq_is_all_context_stuck): a healthy command that
+    runs longer than that (1-2 periods) is ended with ERT_CMD_STATE_TIMEOUT, the ones queued
+    behind it with ABORT (aie2_ctx.c aie2_ctx_cmd_health_data)."""
+    path = SYS_MODULE / "amdxdna" / "parameters" / "timeout_in_sec"
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def _sys_module_version(module: str) -> str:

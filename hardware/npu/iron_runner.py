@@ -4,9 +4,17 @@ gemm_partition_n: ``AIEGEMM(M, K, N, tile_*, num_aie_columns, prio_accuracy=Fals
 emulate_bf16_mmul_with_bfp16, b_col_maj, c_col_maj, use_static_weight=True, partition_N,
 context=AIEContext())``, ``op.weight = ...``, ``ctx.compile_all()``, ``ctx.prepare_runtime()``,
 ``op.forward(A)``, then ``op.write_buffer("A", ...)``, ``op.run_runlist()`` and every
-``op.read_buffer("C_i", ...)`` read directly. That is the AIEGEMM of IRON before its operators
-were rewritten declaratively (current amd/IRON has ``class GEMM(Operator)`` without partition_N);
-an IRON without it is reported as unsupported, with the reason.
+``op.read_buffer(<C of partition i>, ...)`` read directly. That is the AIEGEMM of IRON before its
+operators were rewritten declaratively (current amd/IRON has ``class GEMM(Operator)`` without
+partition_N); an IRON without it is reported as unsupported, with the reason.
+
+Two revisions of that AIEGEMM are known. Seed 000's (e.g. tonyjie/IRON@46df5832
+iron/operators/gemm/op.py, set_up_runtime) names the buffers ``B_i`` / ``C_i`` for every
+partition_N and its artifacts ``gemm_{M}x{K}x{N}_{tm}x{tk}x{tn}_{b}_{c}``; the later one
+(_partitioned_b_buffer_name / _partitioned_c_buffer_name, _get_artifact_name_base) names them
+``B`` / ``C`` when partition_N == 1 and its artifacts
+``gemm_{M}x{K}x{N}_{cols}_{tm}x{tk}x{tn}_{b}_{c}_{dtin}_{dtout}_sc0_acc0_embf16{e}_round1_ctiles1[_partN{P}]``.
+Buffer names are asked of the operator's own naming method when it has one.
 
 IRON's own waits are unbounded (``run_runlist``: ``xrt_runlist.execute(); xrt_runlist.wait()``),
 so in this mode only the isolation layer's process bound catches a hang; failed commands surface
@@ -14,10 +22,13 @@ as XRT's or IRON's exceptions naming the ert_cmd_state, which become HANG / CRAS
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import inspect
 import os
+import sys
+import time
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -25,7 +36,7 @@ import numpy as np
 
 from golden.case import Case
 from hardware.errors import CompileError, Crash, VerdictError
-from hardware.npu import states
+from hardware.npu import device, states
 
 BUILD_ENV = "ACCEL_NPU_BUILD_DIR"
 
@@ -78,14 +89,23 @@ def _build_dir(case: Case) -> Path:
     return (root / case.op).resolve()
 
 
+def c_buffer(op, i: int) -> str:
+    """The name op gave partition i's C: its own naming method, else seed 000's ``C_i``."""
+    name_of = getattr(op, "_partitioned_c_buffer_name", None)
+    return name_of(i) if callable(name_of) else f"C_{i}"
+
+
 def _stage(what: str, fn, *, compile_stage: bool = False):
-    """Call IRON; turn its failures into verdicts that name what failed."""
+    """Call IRON; turn its failures into verdicts that name what failed. IRON's waits have no bound
+    of ours, so a command that IRON reports timed out was ended by the driver's watchdog."""
+    started = time.monotonic()
     try:
         return fn()
     except VerdictError:
         raise
     except Exception as exc:
-        verdict = states.from_exception(exc, what=f"IRON {what}")
+        verdict = states.from_exception(exc, what=f"IRON {what}", elapsed_ms=(time.monotonic() - started) * 1000,
+                                        driver_timeout_s=device.driver_timeout_s())
         if verdict is not None:
             raise verdict from None
         detail = {"exception": f"{type(exc).__name__}: {exc}"}
@@ -136,7 +156,8 @@ def _gemm(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]
     out = {"forward": np.ascontiguousarray(forward, dtype=np.float32)}
     for i in range(P):
         shape = (op.N, op.M) if p["c_col_maj"] else (op.M, op.N)
-        c = _stage(f"read_buffer('C_{i}')", lambda i=i, shape=shape: op.read_buffer(f"C_{i}", shape))
+        name = c_buffer(op, i)
+        c = _stage(f"read_buffer({name!r})", lambda name=name, shape=shape: op.read_buffer(name, shape))
         c = np.asarray(c).astype(np.float32)
         out[f"C_{i}"] = np.ascontiguousarray(c.T if p["c_col_maj"] else c)
     return out
@@ -149,18 +170,43 @@ def run(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict]:
     return ADAPTERS[case.op](case, inputs), {"npu_mode": "iron"}
 
 
+# Where IRON's device manager has lived (aie_device_manager.py, later device_manager.py).
+DEVICE_MANAGERS = ("iron.common.aie_device_manager", "iron.common.device_manager")
+
+
 def reset() -> None:
-    """Drop IRON's device manager singleton so that the next context reopens the device."""
-    try:
-        mgr = importlib.import_module("iron.common.aie_device_manager").AIEDeviceManager
-    except Exception:
-        return
-    instance = getattr(mgr, "_instance", None)
-    if instance is not None and hasattr(instance, "reset"):
+    """After a HANG, make the next case open the NPU afresh.
+
+    IRON's AIEDeviceManager is a singleton whose reset() is a no-op in the revision of seed 000
+    (amd/IRON@0b351428 iron/common/aie_device_manager.py: reset(): pass) and whose device comes
+    from mlir-aie, which keeps one pyxrt.device per index for the life of the process
+    (python/utils/hostruntime/xrtruntime/device.py: _DEVICES, acquire_device) and one default
+    CachedXRTRuntime holding hardware contexts (python/utils/__init__.py: _DefaultNPURuntime).
+    Dropping the singleton alone leaves the next case on the hung handle: release all three.
+    Only modules already imported are touched."""
+    for module_name in DEVICE_MANAGERS:
+        mgr = getattr(sys.modules.get(module_name), "AIEDeviceManager", None)
+        if mgr is None:
+            continue
+        instance = getattr(mgr, "_instance", None)
+        for step in ("cleanup", "reset"):
+            if instance is not None and callable(getattr(instance, step, None)):
+                try:
+                    getattr(instance, step)()
+                except Exception:
+                    pass
+        mgr._instance = None
+        if hasattr(mgr, "_initialized"):
+            mgr._initialized = False
+    utils = sys.modules.get("aie.utils")
+    runtime = getattr(utils, "_DefaultNPURuntime", None) if utils is not None else None
+    if runtime is not None:
         try:
-            instance.reset()
+            runtime.cleanup()            # contexts and instruction bos, in dependency order
         except Exception:
             pass
-    mgr._instance = None
-    if hasattr(mgr, "_initialized"):
-        mgr._initialized = False
+        utils._DefaultNPURuntime = None
+    handles = getattr(sys.modules.get("aie.utils.hostruntime.xrtruntime.device"), "_DEVICES", None)
+    if isinstance(handles, dict):
+        handles.clear()
+    gc.collect()

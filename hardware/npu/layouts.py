@@ -4,8 +4,12 @@
 version): M padded to tile_m * 4 (AIE rows), K to tile_k, each partition's N/partition_N columns
 to tile_n * num_aie_columns; buffers A (M, K), B_i ((N, K) when b_col_maj else (K, N)) and C_i
 ((N, M) when c_col_maj else (M, N)), all bf16; one runlist entry (A, B_i, C_i) per partition.
-IRON names its artifacts ``gemm_{M}x{K}x{N}_{tm}x{tk}x{tn}_{b_col_maj}_{c_col_maj}.xclbin/.bin``
-with the padded per-partition sizes, which ``python -m hardware.npu.layouts BUILD_DIR`` uses.
+IRON names its artifacts with the padded per-partition sizes, in one of two ways (see
+hardware/npu/iron_runner.py): seed 000's ``gemm_{M}x{K}x{N}_{tm}x{tk}x{tn}_{b}_{c}`` and the later
+``gemm_{M}x{K}x{N}_{cols}_{tm}x{tk}x{tn}_{b}_{c}_bf16_bf16_sc0_acc0_embf16{e}_round1_ctiles1[_partN{P}]``
+(AIEGEMM._get_artifact_name_base, with the options the suite builds with: bf16 in and out, no
+scalar kernel, prio_accuracy off, round_conv_even on). ``python -m hardware.npu.layouts
+BUILD_DIR`` finds either.
 """
 from __future__ import annotations
 
@@ -32,9 +36,27 @@ def gemm_padded(p: dict) -> tuple[int, int, int]:
 
 
 def iron_gemm_basename(p: dict) -> str:
+    """Seed 000's AIEGEMM (get_artifacts: file_name_total_base)."""
     Mp, Kp, Np = gemm_padded(p)
     return (f"gemm_{Mp}x{Kp}x{Np}_{p['tile_m']}x{p['tile_k']}x{p['tile_n']}"
             f"_{int(p['b_col_maj'])}_{int(p['c_col_maj'])}")
+
+
+def iron_gemm_basename_later(p: dict) -> str:
+    """The later partition_N AIEGEMM (_get_artifact_name_base, non-batched)."""
+    Mp, Kp, Np = gemm_padded(p)
+    P = p["partition_N"]
+    return (f"gemm_{Mp}x{Kp}x{Np}_{p['num_aie_columns']}_{p['tile_m']}x{p['tile_k']}x{p['tile_n']}"
+            f"_{int(p['b_col_maj'])}_{int(p['c_col_maj'])}_bf16_bf16_sc0_acc0"
+            f"_embf16{int(p.get('emulate_bfp16', True))}_round1_ctiles1" + (f"_partN{P}" if P > 1 else ""))
+
+
+def find_iron_gemm(build: Path, p: dict) -> Optional[str]:
+    """The base name of this case's xclbin + .bin pair in an IRON build folder, either revision."""
+    for base in (iron_gemm_basename_later(p), iron_gemm_basename(p)):
+        if (build / f"{base}.xclbin").is_file() and (build / f"{base}.bin").is_file():
+            return base
+    return None
 
 
 def gemm_partition_n(case: Case, xclbin: str, insts: str, kernel: Optional[str] = None) -> dict:
@@ -91,11 +113,11 @@ def main(argv=None) -> int:
     entries, missing = [], []
     for cfg in dict.fromkeys(configs):
         case = gemm.make_case(cfg)
-        base = iron_gemm_basename(case.params)
-        if (build / f"{base}.xclbin").is_file() and (build / f"{base}.bin").is_file():
+        base = find_iron_gemm(build, case.params)
+        if base is not None:
             entries.append(gemm_partition_n(case, f"{base}.xclbin", f"{base}.bin"))
         else:
-            missing.append(base)
+            missing.append(iron_gemm_basename_later(case.params))
     write_manifest(build / "manifest.json", entries)
     print(f"{build / 'manifest.json'}: {len(entries)} entries; no artifacts for {len(missing)}: "
           + ", ".join(missing))

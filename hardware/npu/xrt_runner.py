@@ -7,48 +7,96 @@ Sequence (pyxrt names; XRT src/python/pybind11/src/pyxrt.cpp):
   data bos: bo(device, nbytes, bo.host_only, kernel.group_id(3 + position)), write, sync TO_DEVICE ->
   one entry:   run = kernel(3, insts_bo, n_insts, *bos); run.wait(bound_ms) -> ert_cmd_state
   several:     runlist(hw_context); run(kernel) + set_arg(0..) per entry; runlist.add; execute;
-               runlist.wait(bound_ms)   (only when this pyxrt's bounded runlist wait is callable:
-               otherwise each entry runs as its own kernel call with run.wait(bound_ms))
+               runlist.wait(), as IRON's run_runlist does: seed 000's bug lives in runlists, so
+               the entries are never split into separate calls
   -> sync FROM_DEVICE for every output buffer -> bo.read(nbytes, 0).
-No wait here is unbounded; a wait that never returns at all (pyxrt's wait holds the GIL) is the
-isolation layer's to kill.
+A kernel call's wait is bounded. A runlist's cannot be: pyxrt binds runlist.wait(timeout) with a
+std::chrono::milliseconds argument and a std::cv_status result but includes no pybind11/chrono.h
+(Xilinx/XRT src/python/pybind11/src/pyxrt.cpp:742-748 at 963c58ee), so every call with a timeout
+raises TypeError. A runlist that never completes, like any wait that never returns (pyxrt's
+wait holds the GIL), is the isolation layer's to kill at the case bound; one the driver ends
+raises XRT's "runlist failed execution (ERT_CMD_STATE_X)" (xrt_kernel.cpp:3906).
 """
 from __future__ import annotations
 
+import gc
+import os
+import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from hardware.errors import Crash, Hang
+from hardware.errors import Crash
 from hardware.npu import device, manifest, states
 
 OPCODE = 3              # the NPU call convention: opcode, instruction bo, instruction count, args
-MAX_CONTEXTS = 4        # hardware contexts are a scarce, system-wide resource on the NPU
+
+# Hardware contexts are a system-wide resource: the amdxdna driver has hwctx_limit slots per
+# device and CREATE_HWCTX fails once they are taken. mlir-aie's CachedXRTRuntime
+# (python/utils/hostruntime/xrtruntime/hostruntime.py, NPU_CONTEXT_CACHE_SIZE) keeps as many as the
+# driver has, npu1 (Phoenix) 6 and npu4/5/6 16, overridable by $XRT_CONTEXT_CACHE_SIZE (a
+# per-process share when several processes create contexts): the same here. An unknown kind gets
+# the smaller number.
+CONTEXT_SLOTS = {"npu1": 6, "npu4": 16, "npu5": 16, "npu6": 16}
+CACHE_SIZE_ENV = "XRT_CONTEXT_CACHE_SIZE"
 
 # (device index, xclbin path, mtime) -> (xclbin, hw_context, {kernel name: kernel})
 _contexts: "OrderedDict[tuple, tuple[Any, Any, dict]]" = OrderedDict()
-# pyxrt module -> whether runlist.wait(timeout_ms) is callable (probed once per process)
-_bounded_runlist_wait: dict[int, bool] = {}
 
 
 def forget() -> None:
     """Drop every hardware context and kernel (before the device handle is released)."""
     _contexts.clear()
+    gc.collect()
 
 
-def _context(dev, index: int, path: Path):
+def cache_size(kind: Optional[str]) -> int:
+    env = os.environ.get(CACHE_SIZE_ENV, "").strip()
+    if env:
+        try:
+            if int(env) > 0:
+                return int(env)
+        except ValueError:
+            pass
+        raise Crash(f"${CACHE_SIZE_ENV}={env!r}: expected a positive number of hardware contexts", stage="build")
+    return CONTEXT_SLOTS.get(kind or "", min(CONTEXT_SLOTS.values()))
+
+
+def _evict(drain: bool = False) -> None:
+    """Release the oldest context (all of them with ``drain``). gc runs so that pyxrt's handle,
+    and with it the driver's slot, is really gone before the next CREATE_HWCTX."""
+    _contexts.popitem(last=False)
+    while drain and _contexts:
+        _contexts.popitem(last=False)
+    gc.collect()
+
+
+def _context(dev, index: int, path: Path, kind: Optional[str]):
     xrt = device.pyxrt()
     key = (index, str(path.resolve()), path.stat().st_mtime_ns)
     if key in _contexts:
         _contexts.move_to_end(key)
         return _contexts[key]
-    while len(_contexts) >= MAX_CONTEXTS:
-        _contexts.popitem(last=False)
+    if len(_contexts) >= cache_size(kind):
+        # Phoenix: after a single-entry eviction the next submit on a fresh context fails with
+        # EXEC_CMD ENOENT; only a full drain avoids it (mlir-aie CachedXRTRuntime.load).
+        _evict(drain=kind == "npu1")
     xclbin = xrt.xclbin(str(path))
     dev.register_xclbin(xclbin)
-    ctx = xrt.hw_context(dev, xclbin.get_uuid())
+    # Other processes may hold the remaining slots: evict one of ours and retry, as long as we
+    # hold any (mlir-aie: max_retries = len(cache)).
+    retries = len(_contexts)
+    while True:
+        try:
+            ctx = xrt.hw_context(dev, xclbin.get_uuid())
+            break
+        except RuntimeError:
+            if not _contexts or retries == 0:
+                raise
+            retries -= 1
+            _evict()
     _contexts[key] = (xclbin, ctx, {})
     return _contexts[key]
 
@@ -89,33 +137,19 @@ def _sync(bo, direction: str) -> None:
     bo.sync(getattr(xrt.xclBOSyncDirection, direction))
 
 
-def _runlist_wait_is_bounded(xrt, runlist) -> bool:
-    """Whether ``runlist.wait(timeout_ms)`` can be called and returns, probed on the idle runlist.
-
-    XRT's stub (pyxrt.pyi) declares wait(timeout: int) -> ert_cmd_state, but the C++ binding takes
-    std::chrono::milliseconds and returns std::cv_status, and pyxrt.cpp includes no
-    pybind11/chrono.h, so a given build may reject the call or fail to convert the result."""
-    key = id(xrt)
-    if key not in _bounded_runlist_wait:
-        try:
-            runlist.wait(1)
-            _bounded_runlist_wait[key] = True
-        except TypeError:
-            _bounded_runlist_wait[key] = False
-    return _bounded_runlist_wait[key]
-
-
-def _check(state, what: str, bound_ms: int) -> None:
-    verdict = states.verdict_for(state, what=what, bound_ms=bound_ms)
+def _check(state, what: str, bound_ms: int, started: float) -> None:
+    verdict = states.verdict_for(state, what=what, bound_ms=bound_ms, elapsed_ms=_ms_since(started),
+                                 driver_timeout_s=device.driver_timeout_s())
     if verdict is not None:
         raise verdict
 
 
-def _run_runlist(xrt, ctx, kernel, insts_bo, n_insts, entry, bos, bound_ms) -> str:
+def _ms_since(started: float) -> float:
+    return (time.monotonic() - started) * 1000.0
+
+
+def _run_runlist(xrt, ctx, kernel, insts_bo, n_insts, entry, bos) -> None:
     rl = xrt.runlist(ctx)
-    if not _runlist_wait_is_bounded(xrt, rl):
-        _run_each(kernel, insts_bo, n_insts, entry, bos, bound_ms)
-        return "runs (this pyxrt's runlist.wait(timeout) is not callable)"
     for args in entry.runlist:
         run = xrt.run(kernel)
         run.set_arg(0, OPCODE)
@@ -124,34 +158,27 @@ def _run_runlist(xrt, ctx, kernel, insts_bo, n_insts, entry, bos, bound_ms) -> s
         for j, name in enumerate(args):
             run.set_arg(3 + j, bos[name])
         rl.add(run)
-    total_ms = bound_ms * len(entry.runlist)
     what = f"runlist of {len(entry.runlist)} entries"
+    started = time.monotonic()
     rl.execute()
     try:
-        result = rl.wait(total_ms)
+        rl.wait()
     except RuntimeError as exc:       # XRT throws runlist::command_error naming the failing state
-        verdict = states.from_exception(exc, what=what)
+        verdict = states.from_exception(exc, what=what, elapsed_ms=_ms_since(started),
+                                        driver_timeout_s=device.driver_timeout_s())
         if verdict is None:
             raise Crash(f"{what} failed: {exc}", stage="run", detail={"exception": str(exc)}) from None
         raise verdict from None
-    if result is not None:
-        text = str(result).lower()
-        if "ert_cmd_state" in text or isinstance(result, int):
-            _check(result, what, total_ms)
-        elif text.endswith("timeout") and "no_timeout" not in text:   # std::cv_status::timeout
-            raise Hang(f"{what} did not complete within {total_ms} ms", stage="run",
-                       detail={"wait_bound_ms": total_ms, "needs_reset": True})
-    return "runlist"
 
 
-def _run_each(kernel, insts_bo, n_insts, entry, bos, bound_ms) -> None:
-    n = len(entry.runlist)
-    for i, args in enumerate(entry.runlist):
-        run = kernel(OPCODE, insts_bo, n_insts, *[bos[a] for a in args])
-        _check(run.wait(bound_ms), f"kernel run {i + 1} of {n}" if n > 1 else "kernel run", bound_ms)
+def _run_once(kernel, insts_bo, n_insts, args, bos, bound_ms) -> None:
+    started = time.monotonic()
+    run = kernel(OPCODE, insts_bo, n_insts, *[bos[a] for a in args])
+    _check(run.wait(bound_ms), "kernel run", bound_ms, started)
 
 
-def run(entry: manifest.Entry, inputs: Mapping[str, np.ndarray], bound_ms: int) -> tuple[dict, dict]:
+def run(entry: manifest.Entry, inputs: Mapping[str, np.ndarray], bound_ms: int,
+        kind: Optional[str] = None) -> tuple[dict, dict]:
     """Outputs of ``entry`` on ``inputs``, and a few facts about how it ran."""
     xrt = device.pyxrt()
     for path in (entry.xclbin, entry.insts):
@@ -159,7 +186,7 @@ def run(entry: manifest.Entry, inputs: Mapping[str, np.ndarray], bound_ms: int) 
             raise entry.bad(f"{path} does not exist")
     index = device.device_index()
     dev = device.acquire(index)
-    xclbin, ctx, kernels = _context(dev, index, entry.xclbin)
+    xclbin, ctx, kernels = _context(dev, index, entry.xclbin, kind)
     name, kernel = _kernel(entry, xclbin, ctx, kernels)
 
     insts = read_insts(entry.insts)
@@ -184,10 +211,11 @@ def run(entry: manifest.Entry, inputs: Mapping[str, np.ndarray], bound_ms: int) 
         bos[bname], sizes[bname] = bo, buf.nbytes
 
     if len(entry.runlist) == 1:
-        _run_each(kernel, insts_bo, n_insts, entry, bos, bound_ms)
+        _run_once(kernel, insts_bo, n_insts, entry.runlist[0], bos, bound_ms)
         submitted = "kernel call"
     else:
-        submitted = _run_runlist(xrt, ctx, kernel, insts_bo, n_insts, entry, bos, bound_ms)
+        _run_runlist(xrt, ctx, kernel, insts_bo, n_insts, entry, bos)
+        submitted = "runlist"
 
     contents = {}
     for bname in manifest.output_buffers(entry):

@@ -78,6 +78,7 @@ class QemuRvvBackend(Backend):
     kind = "simulator"
     description = "IREE riscv64 static library + our C harness under qemu-riscv64 (RVV, VLEN 128/256/512)"
     default_timeout_s = 120.0
+    package_files = ("hardware.qemu_rvv:harness/harness.c", "hardware.qemu_rvv:harness/abi.h")
 
     def __init__(self):
         self.last_report: dict = {}

@@ -1,54 +1,71 @@
-"""RVV codegen scan of the assembly IREE dumps per dispatch (``--iree-hal-dump-executable-files-to``).
+"""RVV codegen scan of RISC-V assembly: IREE's per-dispatch dumps (``--iree-hal-dump-executable-files-to``)
+or any ``.s`` that LLVM wrote (``python -m hardware scan-rvv FILE.s``).
 
-For every dispatch function of every ``*.s`` file: how many ``vfredusum`` (unordered) and
-``vfredosum`` (ordered) reductions it has, and whether seed 004's hang signature appears:
-``vfmacc.vf`` and ``vslidedown.vi`` in the same loop with one of them executing under
-``vsetivli zero, 1, e32, mf2`` (single-lane FMA at fractional LMUL interleaved with slides,
-the pattern Saturn did not retire).
+For every function: its floating-point reductions by kind and element width (``vfredusum``
+unordered, ``vfredosum`` ordered, ``vfwred*`` widening), and whether seed 004's hang signature
+appears: ``vfmacc.vf`` and ``vslidedown.vi`` in the same loop with one of them executing under
+``vsetivli zero, 1, e32, mf2`` (single-lane FMA at fractional LMUL interleaved with slides, the
+pattern Saturn did not retire).
 
-A loop is a backward branch: the blocks from its target label to the branch. The vector
-configuration an instruction runs under is the last ``vsetvli`` / ``vsetivli`` before it in the
-block order of the loop (the first instructions of a loop may inherit the configuration of the
-loop's preheader, which is what the linear order gives them too, since the preheader precedes
-the loop body in the file).
+The element width is the SEW of the vector configuration the instruction runs under: the last
+``vsetvli`` / ``vsetivli`` (``e8``/``e16``/``e32``/``e64``) before it in the file's order; a
+``vsetvl`` (vtype from a register) or no configuration yet in the function gives ``e?``. The same
+``vfredosum.vs`` is an f16 reduction under e16 and an f64 one under e64 (RVV 1.0: the
+instruction's width is SEW). The flat ``vfredosum`` / ``vfredusum`` counts are the f32 ones (SEW
+32), the width seed 004 is about; ``reductions`` has them all.
+
+A loop is a backward branch: the blocks from its target label to the branch. Linear order
+approximates the configuration at a loop's head by its preheader's, which precedes the loop in
+the file (LLVM's RISCVInsertVSETVLI keeps a configuration across blocks only when every
+predecessor agrees).
 """
 from __future__ import annotations
 
+import argparse
+import json
 import re
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 _FUNC = re.compile(r"^([A-Za-z_.$][\w.$]*):")
 _LABEL = re.compile(r"^(\.L[\w.$]+):")
 _BRANCH = re.compile(r"^\s*(?:b[a-z]*|j)\s+(?:[^,]+,\s*)*(\.L[\w.$]+)\s*$")
-_VSET = re.compile(r"^\s*vseti?vli\s+(\w+),\s*([\w]+),\s*(e\d+),\s*(m\w+)")
+_VSET = re.compile(r"^\s*(vsetvli|vsetivli)\s+(\w+),\s*(\w+),\s*(e\d+),\s*(mf?\d+)")
+_VSETVL = re.compile(r"^\s*vsetvl\s")
+_TYPE_FUNC = re.compile(r"^\s*\.type\s+([\w.$]+),\s*[@%]function")
 SIGNATURE_VTYPE = ("1", "e32", "mf2")
+UNKNOWN_VTYPE = ("?", "e?", "?")
+REDUCTION_OPS = ("vfredusum", "vfredosum", "vfwredusum", "vfwredosum", "vfredmax", "vfredmin")
 
 
 @dataclass
 class DispatchScan:
     function: str
     file: str
-    vfredusum: int = 0
-    vfredosum: int = 0
+    vfredusum: int = 0               # f32 (SEW 32) unordered reductions
+    vfredosum: int = 0               # f32 (SEW 32) ordered reductions
     vfmacc_vf: int = 0
     vslidedown_vi: int = 0
     vl1_mf2: int = 0                 # vsetivli zero, 1, e32, mf2 count
     loops: int = 0
     signature: bool = False
     signature_loops: list = field(default_factory=list)
+    reductions: dict = field(default_factory=dict)     # {"vfredosum": {"e16": 3, ...}, ...}
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
-def _functions(text: str) -> list[tuple[str, list[str]]]:
+def _functions(text: str, names: Optional[set]) -> list[tuple[str, list[str]]]:
+    """(name, body lines) of each function: the labels named by ``.type NAME,@function`` or, in a
+    file that has none (hand-written assembly), every global label."""
     out, name, body = [], None, []
     for line in text.splitlines():
         stripped = line.split("#")[0].rstrip()
         m = _FUNC.match(stripped)
-        if m and not stripped.startswith(".L") and not stripped.startswith("."):
+        if m and not stripped.startswith(".") and (names is None or m.group(1) in names):
             if name is not None:
                 out.append((name, body))
             name, body = m.group(1), []
@@ -76,20 +93,25 @@ def scan_function(name: str, file: str, lines: list[str]) -> DispatchScan:
         m = _LABEL.match(line.strip())
         if m:
             labels[m.group(1)] = i
-    vtype_at = []            # the configuration each line runs under (linear order)
-    current = None
+    vtype_at = []            # the configuration (AVL, SEW, LMUL) each line runs under (linear order)
+    current = UNKNOWN_VTYPE
     for line in lines:
         m = _VSET.match(line)
         if m:
-            current = (m.group(2), m.group(3), m.group(4)) if m.group(1) == "zero" else (m.group(2), m.group(3), m.group(4))
-            if line.split()[0] == "vsetivli" and (m.group(2), m.group(3), m.group(4)) == SIGNATURE_VTYPE:
+            current = (m.group(3), m.group(4), m.group(5))
+            if m.group(1) == "vsetivli" and current == SIGNATURE_VTYPE:
                 s.vl1_mf2 += 1
+        elif _VSETVL.match(line):
+            current = UNKNOWN_VTYPE
         vtype_at.append(current)
         op = _op(line)
-        if op.startswith("vfredusum"):
-            s.vfredusum += 1
-        elif op.startswith("vfredosum"):
-            s.vfredosum += 1
+        base = op.split(".")[0]
+        if base in REDUCTION_OPS:
+            sew = current[1]
+            by = s.reductions.setdefault(base, {})
+            by[sew] = by.get(sew, 0) + 1
+            if sew == "e32" and base in ("vfredusum", "vfredosum"):
+                setattr(s, base, getattr(s, base) + 1)
         elif op == "vfmacc.vf":
             s.vfmacc_vf += 1
         elif op == "vslidedown.vi":
@@ -99,8 +121,7 @@ def scan_function(name: str, file: str, lines: list[str]) -> DispatchScan:
         if not m or m.group(1) not in labels or labels[m.group(1)] > i:
             continue
         s.loops += 1
-        start = labels[m.group(1)]
-        body = range(start, i + 1)
+        body = range(labels[m.group(1)], i + 1)
         ops = [(_op(lines[k]), vtype_at[k]) for k in body]
         has_fma = any(op == "vfmacc.vf" for op, _ in ops)
         has_slide = any(op == "vslidedown.vi" for op, _ in ops)
@@ -111,21 +132,20 @@ def scan_function(name: str, file: str, lines: list[str]) -> DispatchScan:
     return s
 
 
-_TYPE_FUNC = re.compile(r"^\s*\.type\s+([\w.$]+),\s*@function")
+def scan_text(text: str, file: str = "", dispatch_only: bool = True) -> list[DispatchScan]:
+    """Scans of the functions of one assembly text. ``dispatch_only``: IREE's dispatch functions
+    (``_dispatch_`` in the name), not the library query or the runtime helpers it links in."""
+    names = {m.group(1) for m in map(_TYPE_FUNC.match, text.splitlines()) if m} or None
+    funcs = _functions(text, names)
+    if dispatch_only:
+        funcs = [(n, b) for n, b in funcs if "_dispatch_" in n and "library_query" not in n]
+    return [scan_function(name, file, body) for name, body in funcs]
 
 
-def scan_text(text: str, file: str = "") -> list[DispatchScan]:
-    """Scans of the dispatch functions (``.type NAME,@function`` with ``_dispatch_`` in NAME)."""
-    funcs = set(_TYPE_FUNC.findall(text, re.M) if False else
-                (m.group(1) for m in (_TYPE_FUNC.match(ln) for ln in text.splitlines()) if m))
-    return [scan_function(name, file, body) for name, body in _functions(text)
-            if name in funcs and "_dispatch_" in name and "library_query" not in name]
-
-
-def scan_files(files: Iterable[Path]) -> list[DispatchScan]:
+def scan_files(files: Iterable[Path], dispatch_only: bool = True) -> list[DispatchScan]:
     out = []
     for f in sorted(files):
-        out.extend(scan_text(Path(f).read_text(errors="replace"), Path(f).name))
+        out.extend(scan_text(Path(f).read_text(errors="replace"), Path(f).name, dispatch_only))
     return out
 
 
@@ -137,10 +157,60 @@ def scan_dir(dump_dir: Path) -> list[dict]:
     return [d.to_json() for d in scan_files(dump_dir.glob("*.s"))]
 
 
+def _widths(d: dict) -> str:
+    parts = [f"{op}[{','.join(f'{sew}:{n}' for sew, n in sorted(by.items()))}]"
+             for op, by in sorted((d.get("reductions") or {}).items())]
+    return " ".join(parts) or "no FP reductions"
+
+
 def summary(scans: list[dict]) -> str:
     parts = []
     for d in scans:
         sig = "SIGNATURE" if d["signature"] else "no signature"
-        parts.append(f"{d['function']}: vfredusum={d['vfredusum']} vfredosum={d['vfredosum']} "
-                     f"vl1_mf2={d['vl1_mf2']} {sig}")
+        parts.append(f"{d['function']}: f32 vfredusum={d['vfredusum']} vfredosum={d['vfredosum']} "
+                     f"({_widths(d)}) vl1_mf2={d['vl1_mf2']} {sig}")
     return "; ".join(parts) or "no dispatch assembly"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hardware scan-rvv",
+                                 description="RVV codegen scan of RISC-V assembly: FP reductions by element "
+                                             "width and seed 004's hang signature, per function.")
+    ap.add_argument("files", nargs="+", metavar="FILE.s|DIR", help="assembly files, or folders of *.s")
+    ap.add_argument("--dispatch-only", action="store_true", help="only IREE dispatch functions (*_dispatch_*)")
+    ap.add_argument("--json", action="store_true", help="print the scans as JSON")
+    args = ap.parse_args(argv)
+    files: list[Path] = []
+    for f in map(Path, args.files):
+        if f.is_dir():
+            files.extend(sorted(f.glob("*.s")))
+        elif f.is_file():
+            files.append(f)
+        else:
+            print(f"scan-rvv: {f}: no such file or directory", file=sys.stderr)
+            return 2
+    scans = []
+    for f in files:
+        try:
+            text = f.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            print(f"scan-rvv: {f}: not assembly text ({exc.reason} at byte {exc.start})", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"scan-rvv: {f}: cannot read: {exc.strerror}", file=sys.stderr)
+            return 2
+        scans.extend(scan_text(text, str(f), args.dispatch_only))
+    if not scans:
+        print(f"scan-rvv: no functions found in {', '.join(map(str, files)) or ', '.join(args.files)}",
+              file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([d.to_json() for d in scans], indent=2))
+    else:
+        shown = [d for d in scans if d.reductions or d.signature or d.vfmacc_vf or d.vslidedown_vi or d.vl1_mf2]
+        for d in shown:
+            print(f"{d.file}: {summary([d.to_json()])}")
+        print(f"scan-rvv: {len(files)} file(s), {len(scans)} function(s), "
+              f"{sum(1 for d in scans if d.reductions)} with FP reductions, "
+              f"{sum(1 for d in scans if d.signature)} with seed 004's signature")
+    return 1 if any(d.signature for d in scans) else 0

@@ -21,7 +21,8 @@ EXPECTED = {
     "seed_mm_i8_narrow_m_warmup.uartlog": ("warmup", "1 warmup iteration(s) completed"),
     "seed_mm_i8_64x128_progress.uartlog": ("progress", "main_dispatch_1_reduction_64x128x128_i8xi32"),
     "seed_vit_d1_layernorm_hang.uartlog": ("hang", "main_dispatch_1_reduction_64x128_f32) wg=0"),
-    "seed_softmax_64x64_hang.uartlog": ("hang", "softmax_64x64xf32_dispatch_tensor_store"),
+    # the seed's table says HANG, but its log just ends: no bound's evidence, so not a hang (issue 13)
+    "seed_softmax_64x64_stopped.uartlog": ("stopped", "softmax_64x64xf32_dispatch_tensor_store"),
     "seed_bmm_4x64x64_hang_iteration_text.uartlog": ("hang", "reduction_256x64x32_f32"),
     "seed_matmul_64x128_opu_llm_early.uartlog": ("early", "no [dn] printed"),
     # FireSim's driver lines (simulation.cc:153-163)
@@ -38,7 +39,7 @@ EXPECTED = {
     "carriage_returns_redraw_pass.uartlog": ("pass", "1 bench iteration(s) completed"),
     "noise_interleaved_pass.uartlog": ("pass", "[done] printed; 1 dispatch(es) completed"),
     "empty.uartlog": ("early", "empty log"),
-    "binary_noise_hang.uartlog": ("hang", "d=1 wg=2"),
+    "binary_noise_stopped.uartlog": ("stopped", "d=1 wg=2"),
     "metasim_pass/uartlog": ("pass", "PASSED"),
     "metasim_timeout_hang/uartlog": ("hang", "timed out after 200000 cycles"),
 }
@@ -85,17 +86,60 @@ def test_the_seed_parser_bug_is_impossible():
     good = "Bench iter 1/10\n[dn] d=0 wg=1\n[dc] d=0 cyc=3200\nBench iter 2/10\n[dn] d=0 wg=1\n"
     assert "Iteration 1" not in good
     assert classify_text(good).verdict == "pass"
-    hung = "Iteration 1\nIteration 1 done\n[dn] d=0 wg=0\n"
+    hung = "Iteration 1\nIteration 1 done\n[dn] d=0 wg=0\n*** FAILED *** simulation timed out after 900 cycles\n"
     assert classify_text(hung).verdict == "hang"
+
+
+TIMEOUT = "*** FAILED *** simulation timed out after 100000000 cycles\n"
 
 
 def test_progress_is_never_a_hang():
     """A dispatch that completed workgroups before the stop is advancing, whatever the stop."""
     log = "".join(f"[dn] d1 wg={w}\n[dc] d1 wg={w} cyc=41000\n" for w in range(10)) + "[dn] d1 wg=10\n"
-    for tail in ("", "*** FAILED *** simulation timed out after 100000000 cycles\n"):
+    for tail in ("", TIMEOUT):
         assert classify_text(log + tail).verdict == "progress"
-    # the same log without the completed workgroups is a hang: the check can fail
-    assert classify_text("[dn] d1 wg=0\n").verdict == "hang"
+    # the same log without the completed workgroups, stopped by the cycle bound, is a hang
+    assert classify_text("[dn] d1 wg=0\n" + TIMEOUT).verdict == "hang"
+
+
+def test_a_log_that_just_ends_in_a_dispatch_is_not_a_hang():
+    """Seed 004's mistake: no end line, no cycle count -- a slow dispatch looks the same (issue 13)."""
+    c = classify_text("Bench iter 1/1\n[dn] d=0 wg=4\n[dc] d=0 cyc=1200\n[dn] d=1 wg=2\n")
+    assert (c.verdict, c.hang_evidence) == ("stopped", None)
+    assert "no evidence of a hang" in c.detail
+    # with the bound's evidence it is one, and the detail says which
+    for tail, evidence in ((TIMEOUT, "timeout"),
+                           ("*** FAILED *** +max_cycles specified timeout after 5000 cycles\n", "timeout"),
+                           ("Simulator deadlock detected at target cycle 77. Terminating.\n"
+                            "*** FAILED *** (code = 1) after 77 cycles\n", "deadlock")):
+        c = classify_text("Bench iter 1/1\n[dn] d=0 wg=4\n[dc] d=0 cyc=1200\n[dn] d=1 wg=2\n" + tail)
+        assert (c.verdict, c.hang_evidence) == ("hang", evidence), c.detail
+
+
+def test_cycle_counts_far_past_the_same_dispatch_are_a_hang():
+    """heartbeat / driver cycle counts: the open dispatch outlived its earlier completion by > HANG_FACTOR,
+    after all [dc] cycles and a per-character console cost are accounted for."""
+    from hardware.firesim.classify import HANG_FACTOR
+    log = "[dn] d=0 wg=4\n[dc] d=0 cyc=1000\n[dn] d=0 wg=4\n"
+    chars = len(log)
+    far = 1000 + chars * 10 + HANG_FACTOR * 1000
+    c = classify_text(log, heartbeat_cycles=far, cycles_per_char=10)
+    assert (c.verdict, c.hang_evidence, c.end_cycles) == ("hang", "cycles", far), c.detail
+    assert classify_text(log, heartbeat_cycles=far - 1, cycles_per_char=10).verdict == "progress"
+    # without a bound on what a console character costs, no cycle count can show a hang
+    assert classify_text(log, heartbeat_cycles=far * 1000).verdict == "progress"
+
+
+def test_deadlock_is_a_simulator_hang_not_a_target_failure():
+    """heartbeat.cc:50-55 then (code = 1): FireSim's simulator stopped, the target did not exit 1."""
+    log = ("Bench iter 1/1\n[dn] d=0 wg=4\nSimulator deadlock detected at target cycle 1421084536. Terminating.\n"
+           "\nSimulation complete.\n*** FAILED *** (code = 1) after 1421084536 cycles\n")
+    c = classify_text(log)
+    assert (c.verdict, c.hang_evidence, c.driver_code) == ("hang", "deadlock", 1)
+    assert "simulator hang" in c.detail and "not a hang of the design" in c.detail
+    # before the first dispatch too: never "early" (a crash of the target)
+    assert classify_text("boot\nSimulator deadlock detected at target cycle 0. Terminating.\n"
+                         "*** FAILED *** (code = 1) after 0 cycles\n").verdict == "hang"
 
 
 def test_driver_line_from_metasim_stderr_is_used():

@@ -99,3 +99,49 @@ def test_heatmap_arrays_travel_with_the_merge(tmp_path):
     written = write_all(merged, out.parent)
     assert len(written["heatmaps"]) == 1 and written["heatmaps"][0].is_file()
     assert "npu/Phoenix" in (out.parent / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("attack", ["../secret.txt", "ABS", "link.npy", "linkdir/x.npy", "arrays/../../secret.txt",
+                                    "arrays", "arrays/missing.npy"])
+def test_heatmap_path_may_not_leave_the_results_folder(tmp_path, capsys, attack):
+    """Issue 19 item 8: a hostile results.json names a file outside its folder (directly, '..', absolute,
+    or through a symlink); merge and report never copy or read it, and say so."""
+    import os
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:SECRET\n")
+    run = tmp_path / "runner"
+    (run / "arrays").mkdir(parents=True)
+    os.symlink(secret, run / "link.npy")
+    os.symlink(tmp_path, run / "linkdir")
+    (tmp_path / "x.npy").write_text("SECRET")
+    path = _runner(run, "results.json", "box-1", "npu", {"test_partition": "FAIL"})
+    data = json.loads(path.read_text())
+    data["cases"][0]["detail"]["heatmap"] = {"array": str(secret) if attack == "ABS" else attack,
+                                             "shape": [1, 1], "block": [1, 1]}
+    path.write_text(json.dumps(data))
+    out = tmp_path / "merged" / "results.json"
+    assert merge.main([str(path), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    copied = [p for p in out.parent.rglob("*") if p.is_file() and "SECRET" in p.read_text(errors="replace")]
+    assert copied == []
+    assert "array" not in results.load(out)["cases"][0]["detail"]["heatmap"]
+    if attack != "arrays/missing.npy":
+        assert "heatmap of" in text and "not copied" in text and "refused" in text
+    with pytest.raises(results.ResultsError):
+        results.read_member(run, str(secret) if attack == "ABS" else attack)
+
+
+def test_report_draws_no_heatmap_from_outside_its_folder(tmp_path):
+    """Issue 19 item 8, report side: a valid ratio map one folder up is not rendered (it is not the run's)."""
+    import numpy as np
+    pytest.importorskip("matplotlib")
+    from hardware.report import heatmap, write_all
+    heatmap.save(tmp_path / "outside.npy", np.ones((4, 4), np.float32) * 9)
+    run = tmp_path / "run"
+    run.mkdir()
+    path = _runner(run, "results.json", "box-1", "npu", {"test_partition": "FAIL"})
+    data = json.loads(path.read_text())
+    data["cases"][0]["detail"]["heatmap"] = {"array": "../outside.npy", "shape": [4, 4], "block": [1, 1]}
+    written = write_all(data, run / "report", base=run)
+    assert written["heatmaps"] == []
+    assert any("refused" in n for n in written["notes"])

@@ -139,7 +139,7 @@ def test_call_sequence_runlist(raw):
     to_dev = [c for c in log[:first_start] if c["call"] == "bo.sync"]
     assert {c["id"] for c in to_dev} == set(bos) and {c["direction"] for c in to_dev} == {"XCL_BO_SYNC_BO_TO_DEVICE"}
     waits = [c for c in log if c["call"] == "runlist.wait" and log.index(c) > first_start]
-    assert waits and waits[-1]["timeout"] == 4 * backend.run_bound_ms(case)  # bounded, from the case
+    assert len(waits) == 1                    # runlist.wait(): pyxrt can take no timeout (below)
     c_ids = {s["bos"][2] for s in starts}
     from_dev = [c for c in log[first_start:] if c["call"] == "bo.sync"]
     assert {c["id"] for c in from_dev} == c_ids
@@ -156,6 +156,64 @@ def test_one_hardware_context_per_xclbin(raw):
     assert len(standin.calls(raw, "register_xclbin")) == 2
 
 
+def _xclbin_variants(n):
+    """``n`` copies of P1's artifacts under distinct xclbin names (distinct hardware contexts)."""
+    path = manifest.location()
+    import json
+    data = json.loads(path.read_text())
+    entry = next(e for e in data["entries"] if e["case"] == gemm.make_case(P1).id)
+    src = path.parent / entry["xclbin"]
+    cases = []
+    for i in range(n):
+        (path.parent / f"v{i}.xclbin").write_text(src.read_text().replace('"name"', f'"variant": {i}, "name"'))
+        data["entries"].append(dict(entry, case=f"{entry['case']}-v{i}", xclbin=f"v{i}.xclbin"))
+        cases.append(gemm.make_case(P1).__class__(**{**gemm.make_case(P1).__dict__, "id": f"{entry['case']}-v{i}"}))
+    path.write_text(json.dumps(data))
+    return cases
+
+
+@pytest.mark.parametrize("name, slots", [("NPU Phoenix", 6), ("NPU Strix", 16), ("NPU Krackan", 16)])
+def test_context_cache_is_sized_per_generation(raw, monkeypatch, name, slots):
+    from hardware.npu import xrt_runner
+    monkeypatch.setenv("PYXRT_STANDIN_DEVICE_NAME", name)
+    backend = registry.get("npu")
+    cases = _xclbin_variants(slots + 1)
+    inputs = gemm.make_inputs(gemm.make_case(P1))
+    for case in cases[:slots]:
+        backend.run(case, inputs)
+    assert len(xrt_runner._contexts) == slots and not standin.calls(raw, "hw_context.release")
+    backend.run(cases[slots], inputs)
+    released = standin.calls(raw, "hw_context.release")
+    if name == "NPU Phoenix":                     # a full drain, never a single eviction
+        assert len(released) == slots and len(xrt_runner._contexts) == 1
+    else:                                         # the oldest one only
+        assert len(released) == 1 and len(xrt_runner._contexts) == slots
+
+
+def test_context_creation_retries_after_eviction(raw, monkeypatch):
+    """Other processes hold 14 of Strix's 16 slots: the third context of ours needs one of ours freed."""
+    from hardware.npu import xrt_runner
+    monkeypatch.setenv("PYXRT_STANDIN_HWCTX_HELD", "14")
+    backend = registry.get("npu")
+    cases = _xclbin_variants(3)
+    inputs = gemm.make_inputs(gemm.make_case(P1))
+    for case in cases:
+        _check_numbers(backend.run(case, inputs), P1, inputs)
+    assert len(standin.calls(raw, "hw_context.refused")) == 1
+    assert len(standin.calls(raw, "hw_context.release")) == 1 and len(xrt_runner._contexts) == 2
+
+
+def test_context_cache_size_from_environment(raw, monkeypatch):
+    from hardware.npu import xrt_runner
+    monkeypatch.setenv("XRT_CONTEXT_CACHE_SIZE", "2")
+    assert xrt_runner.cache_size("npu4") == 2
+    monkeypatch.setenv("XRT_CONTEXT_CACHE_SIZE", "many")
+    with pytest.raises(Crash, match="XRT_CONTEXT_CACHE_SIZE"):
+        xrt_runner.cache_size("npu4")
+    monkeypatch.delenv("XRT_CONTEXT_CACHE_SIZE")
+    assert (xrt_runner.cache_size("npu1"), xrt_runner.cache_size("npu6"), xrt_runner.cache_size(None)) == (6, 16, 6)
+
+
 def test_single_entry_is_one_bounded_kernel_call(raw):
     backend = registry.get("npu")
     case, inputs = _case(P1)
@@ -165,14 +223,17 @@ def test_single_entry_is_one_bounded_kernel_call(raw):
     assert [w["timeout_ms"] for w in waits] == [backend.run_bound_ms(case)]
 
 
-def test_runlist_without_bounded_wait_runs_entries_one_by_one(raw, monkeypatch):
-    monkeypatch.setenv("PYXRT_STANDIN_RUNLIST_WAIT", "cpp")
-    backend = registry.get("npu")
+def test_runlist_is_one_runlist_and_its_wait_takes_no_timeout(raw):
+    """Seed 000's bug lives in runlists: the entries are never split into separate calls, though
+    pyxrt's runlist.wait(timeout) cannot be called (TypeError, no chrono caster)."""
+    import pyxrt
+    rl = pyxrt.runlist()
+    with pytest.raises(TypeError, match=r"timeout: std::chrono::duration<long, std::ratio<1l, 1000l> >\) -> std::cv_status"):
+        rl.wait(1000)
     case, inputs = _case(P4)
-    out = backend.run(case, inputs)
-    _check_numbers(out, P4, inputs)
-    assert not standin.calls(raw, "runlist.execute")
-    assert [w["timeout_ms"] for w in standin.calls(raw, "run.wait")] == [backend.run_bound_ms(case)] * 4
+    _check_numbers(registry.get("npu").run(case, inputs), P4, inputs)
+    assert len(standin.calls(raw, "runlist.execute")) == 1 and len(standin.calls(raw, "runlist.add")) == 4
+    assert not standin.calls(raw, "run.wait")
 
 
 def test_missing_sync_would_be_caught(raw, monkeypatch):
@@ -184,14 +245,28 @@ def test_missing_sync_would_be_caught(raw, monkeypatch):
         registry.get("npu").run(case, inputs)
 
 
-def test_wrong_instruction_count_is_a_crash(raw, monkeypatch):
-    """The count is in 32-bit words; passing bytes is rejected by the command processor."""
+@pytest.mark.parametrize("count", ["words", "bytes"])
+def test_instruction_count_in_words_or_bytes(raw, count):
+    """mlir-aie's own runtimes pass either (python/utils/xrt.py: len(insts); hostruntime.py:
+    insts.nbytes), and both run on hardware: the stand-in takes both."""
     path = manifest.location()
-    text = path.read_text().replace('"insts":', '"insts_count": "bytes", "insts":')
-    path.write_text(text)
+    path.write_text(path.read_text().replace('"insts":', f'"insts_count": "{count}", "insts":'))
     case, inputs = _case(P1)
-    with pytest.raises(Crash, match="ERT_CMD_STATE_ERROR"):
-        registry.get("npu").run(case, inputs)
+    _check_numbers(registry.get("npu").run(case, inputs), P1, inputs)
+    insts = next(b for b in standin.calls(raw, "bo") if b["flags"] == "cacheable")
+    assert standin.calls(raw, "run.start")[0]["n_insts"] == insts["size"] // (4 if count == "words" else 1)
+
+
+def test_xrt_info_device_values_are_xrts():
+    """xrt/xrt_device.h numbers aie=15, aie_shim=16, which pyxrt does not bind."""
+    sys.path.insert(0, str(standin.PYXRT_DIR))
+    try:
+        standin.fresh()
+        import pyxrt
+        assert (pyxrt.xrt_info_device.host, pyxrt.xrt_info_device.dynamic_regions, pyxrt.xrt_info_device.vmr) == (14, 17, 18)
+    finally:
+        sys.path.remove(str(standin.PYXRT_DIR))
+        standin.fresh()
 
 
 # --- verdicts for every command state ---------------------------------------------------------
@@ -214,6 +289,51 @@ def test_state_names_from_values():
     assert states.verdict_for(4, what="x") is None
     assert isinstance(states.verdict_for(9, what="x"), Hang)
     assert isinstance(states.verdict_for(3, what="x"), Crash)      # RUNNING after a bounded wait
+
+
+def _driver_timeout(tmp_path, seconds):
+    param = device.SYS_MODULE / "amdxdna" / "parameters"
+    param.mkdir(parents=True, exist_ok=True)
+    (param / "timeout_in_sec").write_text(f"{seconds}\n")
+
+
+@pytest.mark.parametrize("cfg", [P1, P4], ids=["kernel-call", "runlist"])
+def test_hang_ended_by_the_driver_says_so(raw, monkeypatch, tmp_path, cfg):
+    """amdxdna's watchdog (timeout_in_sec) ends a command long before our bound: the HANG names it."""
+    _driver_timeout(tmp_path, 1)
+    monkeypatch.setenv("PYXRT_STANDIN_STATE", "ERT_CMD_STATE_TIMEOUT")
+    monkeypatch.setenv("PYXRT_STANDIN_ELAPSED_S", "0.7")
+    run = runner.run_case("npu", *_case(cfg))
+    assert run.verdict == "HANG"
+    assert "amdxdna driver's own timeout (timeout_in_sec=1" in run.error.message
+    assert run.error.detail["ended_by"] == "amdxdna timeout_in_sec=1"
+
+
+def test_hang_at_our_bound_does_not_blame_the_driver(raw, monkeypatch, tmp_path):
+    _driver_timeout(tmp_path, 0)                       # watchdog off
+    monkeypatch.setenv("PYXRT_STANDIN_STATE", "ERT_CMD_STATE_TIMEOUT")
+    run = runner.run_case("npu", *_case(P1))
+    assert run.verdict == "HANG" and "driver" not in run.error.message
+    assert states.ended_by_driver(3000, 10000, 2) and not states.ended_by_driver(3000, 10000, 0)
+    assert not states.ended_by_driver(9900, 10000, 2) and not states.ended_by_driver(100, 10000, 2)
+
+
+def test_bound_longer_than_the_driver_timeout_warns(raw, tmp_path):
+    from hardware.npu.backend import DriverTimeoutWarning
+    _driver_timeout(tmp_path, 2)
+    backend = registry.get("npu")
+    case = gemm.make_case(gemm.VOCAB_MINI)
+    assert backend.run_bound_ms(case) > 2000
+    with pytest.warns(DriverTimeoutWarning, match="timeout_in_sec=2"):
+        backend.timeout(case)
+    assert backend.versions()["amdxdna_timeout_in_sec"] == "2"
+
+
+def test_no_driver_parameter_no_warning(raw, recwarn):
+    backend = registry.get("npu")
+    backend.timeout(gemm.make_case(gemm.VOCAB_MINI))
+    assert not [w for w in recwarn if "timeout_in_sec" in str(w.message)]
+    assert backend.versions()["amdxdna_timeout_in_sec"] == "no such parameter"
 
 
 def test_hang_resets_and_reopens_the_device(raw, monkeypatch):
@@ -299,6 +419,29 @@ def test_iron_mode_state_verdicts(iron, monkeypatch, state):
     monkeypatch.setenv("IRON_STANDIN_STATE", state)
     run = runner.run_case("npu", *_case(P1))
     assert run.verdict == ("HANG" if state in HANG_STATES else "CRASH") and state in run.error.message
+
+
+@pytest.mark.parametrize("cfg", [P1, P4], ids=["standalone-P1", "P4"])
+def test_iron_later_revision_buffer_names(iron, monkeypatch, cfg):
+    """The later AIEGEMM calls partition 0's C 'C' when partition_N == 1: ask the operator."""
+    monkeypatch.setenv("IRON_STANDIN_REVISION", "later")
+    standin.fresh()
+    case, inputs = _case(cfg)
+    _check_numbers(registry.get("npu").run(case, inputs), cfg, inputs)
+
+
+def test_iron_reset_gives_the_next_case_a_fresh_device(iron, monkeypatch):
+    """IRON's reset() is a no-op and mlir-aie keeps the handle for the process: reset must clear it."""
+    monkeypatch.setenv("IRON_STANDIN_STATE", "ERT_CMD_STATE_TIMEOUT")
+    backend = registry.get("npu")
+    case, inputs = _case(P1)
+    with pytest.raises(Hang):
+        backend.run(case, inputs)
+    backend.reset()
+    monkeypatch.delenv("IRON_STANDIN_STATE")
+    _check_numbers(backend.run(case, inputs), P1, inputs)
+    used = sys.modules["iron.operators.gemm.op"].DEVICES_USED
+    assert len(used) == 2 and used[0] != used[1]
 
 
 def test_iron_compile_error(iron, monkeypatch):

@@ -21,14 +21,18 @@ pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN = REPO / "tests" / "selftest" / "fixtures" / "pypto" / "lib"
+PTOAS_ROOT = REPO / "tests" / "selftest" / "fixtures" / "pypto" / "ptoas_root"
 SEED_ID = "R16-C256-vr1-vc256-f32-padzero"
 
 
 @pytest.fixture
 def standin(monkeypatch):
     monkeypatch.setenv("PYPTO_LIB_ROOT", str(STANDIN))
+    monkeypatch.setenv("PTOAS_ROOT", str(PTOAS_ROOT))
     monkeypatch.delenv("PYPTO_PYTHON", raising=False)
     monkeypatch.delenv("ACCEL_PYPTO_STANDIN_BUG", raising=False)
+    monkeypatch.delenv("PYPTO_PROG_BUILD_DIR", raising=False)
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
     return A2a3SimBackend()
 
 
@@ -75,9 +79,78 @@ def test_a2a3_needs_cann_and_a_device(standin, monkeypatch, tmp_path):
     assert "not an integer" in A2a3Backend().availability()
 
 
+def test_missing_ptoas_is_a_skip_reason_not_a_compile_error(standin, monkeypatch, tmp_path):
+    monkeypatch.setenv("PTOAS_ROOT", str(tmp_path))
+    reason = standin.availability()
+    assert reason.startswith(f"ptoas not found in PTOAS_ROOT={tmp_path} (tried ptoas, ptoas.sh, bin/ptoas)")
+    monkeypatch.delenv("PTOAS_ROOT")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert "ptoas not found in PATH (PTOAS_ROOT is not set)" in standin.availability()
+
+
+def test_ptoas_lost_at_run_time_is_a_skip(standin, monkeypatch, tmp_path):
+    # availability() passed, then the child finds no ptoas (another PTOAS_ROOT, a removed release).
+    from hardware import Unsupported
+    monkeypatch.setattr(A2a3SimBackend, "availability", lambda self: None)
+    monkeypatch.setenv("PTOAS_ROOT", str(tmp_path))
+    with pytest.raises(Unsupported, match="toolchain incomplete: .*no executable ptoas was found"):
+        standin.run(*_case(tiles.seed_config(1)))
+
+
+def test_pythonpath_is_extended_not_replaced(standin, monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/opt/pypto/python", str(STANDIN)]))
+    env = standin._env(tmp_path)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(STANDIN), "/opt/pypto/python"]
+
+
+def test_build_is_kept_under_pypto_prog_build_dir(standin, monkeypatch, tmp_path):
+    # Relative, as users write it: relative to where the suite runs, not to the case's scratch folder.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", "builds")
+    standin.run(*_case(tiles.seed_config(1)))
+    (build,) = (tmp_path / "builds").iterdir()
+    assert build.name.startswith("kernel_") and (build / "kernels" / "aiv").is_dir()
+
+
+def test_a_verdict_keeps_the_scratch_build(standin, monkeypatch):
+    monkeypatch.setenv("ACCEL_PYPTO_STANDIN_BUG", "a2a3sim:segv")
+    with pytest.raises(Crash) as info:
+        standin.run(*_case(tiles.seed_config(1)))
+    work = Path(info.value.detail["work_dir"])
+    try:
+        assert Path(info.value.detail["build_dir"]) == work / "build_output"
+        assert any((work / "build_output").iterdir())
+    finally:
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_device_id_is_logical_under_visible_devices(standin, monkeypatch, tmp_path):
+    # simpler acl_hal_device.h:30-42: ASCEND_RT_VISIBLE_DEVICES renumbers cards from 0.
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path))
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "96,97")
+    monkeypatch.setenv("A2A3_DEVICE", "1")
+    assert "no Ascend NPU device /dev/davinci97 (logical 1 through ASCEND_RT_VISIBLE_DEVICES)" in \
+        A2a3Backend().availability()
+    monkeypatch.setenv("A2A3_DEVICE", "2")
+    assert "A2A3_DEVICE=2 is not visible" in A2a3Backend().availability()
+
+
+def test_cann_under_ascend_latest_is_found(monkeypatch, tmp_path):
+    from hardware.pypto import backend as b
+    monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
+    monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
+    assert "/usr/local/Ascend/latest" in b.CANN_DEFAULTS
+    monkeypatch.setattr(b, "CANN_DEFAULTS", ("/nonexistent/toolkit", str(tmp_path)))
+    assert b._cann_root() == tmp_path
+
+
 def test_sim_is_available_with_the_standin(standin):
     assert standin.availability() is None
-    assert standin.versions()["pypto"] == "0.0-standin"
+    v = standin.versions()
+    assert v["pypto"] == "0.0-standin"
+    assert v["ptoas"] == str(PTOAS_ROOT / "bin" / "ptoas")
+    assert (v["ptoas_era"], v["ptoas_version"]) == ("self-linked bin/ptoas (PTOAS >= v0.51)", "ptoas 0.0-standin")
     assert standin.supports(tiles.make_case(tiles.seed_config(1))) is None
     from golden.case import Case
     assert "only" in standin.supports(Case("gemm_partition_n", "x"))
@@ -140,6 +213,16 @@ def test_compile_failure_is_a_compile_error(standin, monkeypatch):
     assert info.value.stage == "compile"
 
 
+def test_kernel_compile_failure_in_the_runtime_stage_is_a_compile_error(standin, monkeypatch):
+    # pypto compiles the ptoas C++ in pypto-lib's [RUN] runtime stage (simpler KernelCompiler).
+    monkeypatch.setenv("ACCEL_PYPTO_STANDIN_BUG", "a2a3sim:kernel-compile-error")
+    with pytest.raises(CompileError, match=r"SimKernel compilation failed \(exit 1\) in \[RUN\] runtime: "
+                                           r".*kernel.cpp:12:5: error: no matching function") as info:
+        standin.run(*_case(tiles.seed_config(1)))
+    assert info.value.stage == "compile"
+    assert "error: no matching function" in info.value.detail["diagnostic"]
+
+
 def test_exit_without_output_is_a_crash_naming_the_stage(standin, monkeypatch):
     monkeypatch.setenv("ACCEL_PYPTO_STANDIN_BUG", "a2a3sim:exit")
     with pytest.raises(Crash, match=r"exited 3 in stage \[RUN\] runtime"):
@@ -190,6 +273,7 @@ _INNER_CONFTEST = textwrap.dedent('''
 @pytest.fixture
 def pair_suite(pytester, monkeypatch):
     monkeypatch.setenv("PYPTO_LIB_ROOT", str(STANDIN))
+    monkeypatch.setenv("PTOAS_ROOT", str(PTOAS_ROOT))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO)] + sys.path))
     monkeypatch.delenv("ACCEL_PYPTO_STANDIN_BUG", raising=False)
     pytester.makeconftest(_INNER_CONFTEST)

@@ -1,0 +1,1 @@
+"""GELU, tested with accel-regress from outside its repository (see README.md)."""

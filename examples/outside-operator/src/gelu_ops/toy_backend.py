@@ -1,0 +1,28 @@
+"""``gelu-toy``: where the team's own device would plug in. Here it runs torch's f32 GELU, so the
+example shows the whole backend interface (availability, supports_op, versions, run) with
+something that runs anywhere."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from hardware.backend import Backend
+
+
+class ToyBackend(Backend):
+    kind = "emulator"
+    description = "the GELU team's toy device: torch.nn.functional.gelu in f32"
+    default_timeout_s = 60.0
+
+    def supports_op(self, op: str) -> Optional[str]:
+        return None if op == "gelu" else f"gelu-toy runs only gelu, not {op!r}"
+
+    def versions(self) -> dict[str, str]:
+        import torch
+        return {"torch": str(torch.__version__)}
+
+    def run(self, case, inputs):
+        import torch
+        y = torch.nn.functional.gelu(torch.from_numpy(np.ascontiguousarray(inputs["x"], np.float32)))
+        return {"y": y.numpy()}

@@ -1,0 +1,83 @@
+"""The ``hw`` fixture (one backend, with the session's fault, seed and bound) and ``golden_seed``;
+which (test, backend) pairs exist, and which SKIP before any input is made."""
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+
+from golden.case import Case
+from hardware import registry, runner
+from hardware.errors import SetupError, Unsupported
+
+
+class Hardware:
+    """The ``hw`` fixture: one backend, with the session's fault and seed applied."""
+
+    def __init__(self, name: str, config):
+        self.name = name
+        self.backend = registry.get(name)
+        self.fault = config.getoption("inject_fault")
+        self.golden_seed = config.getoption("golden_seed")
+        self.case_timeout = config.getoption("case_timeout")
+
+    def run(self, case: Case, inputs) -> runner.Run:
+        return runner.run_case(self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
+
+    def __repr__(self) -> str:
+        return f"<hw {self.name}>"
+
+
+def pytest_generate_tests(metafunc):
+    if "hw" in metafunc.fixturenames:
+        names = metafunc.config._accel_hw
+        metafunc.parametrize("hw", names, ids=names, indirect=True, scope="module")
+
+
+def pytest_collection_modifyitems(config, items):
+    """A backend that cannot run a family at all SKIPs its tests before any input is made."""
+    said: dict[tuple, Optional[str]] = {}
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        family = item.get_closest_marker("family")
+        if callspec is None or "hw" not in callspec.params or family is None:
+            continue
+        key = (callspec.params["hw"], family.args[0])
+        if key not in said:
+            name, op = key
+            reason = registry.availability(name)
+            said[key] = (f"backend {name} unavailable: {reason}" if reason
+                         else _op_reason(name, op))
+        if said[key]:
+            item.add_marker(pytest.mark.skip(reason=said[key]))
+
+
+def _op_reason(name: str, op: str) -> Optional[str]:
+    reason = registry.get(name).supports_op(op)
+    return f"{name}: {reason}" if reason else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    try:
+        return (yield)
+    except Unsupported as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def hw(request) -> Hardware:
+    name = request.param
+    reason = registry.availability(name)
+    if reason:
+        pytest.skip(f"backend {name} unavailable: {reason}")
+    missing = registry.get(name).missing_files()
+    if missing:
+        raise SetupError(f"backend {name} cannot be set up: its installation lacks {', '.join(missing)} "
+                         f"(package data; reinstall the package that registers {name})")
+    return Hardware(name, request.config)
+
+
+@pytest.fixture(scope="session")
+def golden_seed(request) -> int:
+    return request.config.getoption("golden_seed")

@@ -1,0 +1,139 @@
+"""Wiring of the isolated runner into the session: the fork server and its bounds, device locks,
+--max-hangs, and what stops a session (SIGTERM, SIGINT, --session-timeout) so that the running
+case is recorded as INTERRUPTED."""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from hardware import devices, registry, runner
+
+# Why the session stopped early, once something stopped it (read by hardware.plugin.recording).
+stop_reason: Optional[str] = None
+
+
+def is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _is_xdist_controller(config) -> bool:
+    return not is_worker(config) and getattr(config.option, "dist", "no") != "no"
+
+
+def _preload_modules(names) -> list[str]:
+    """Modules the fork server imports once, so every worker starts warm."""
+    import importlib.util
+    backends = registry.registrations("backend")
+    mods = []
+    for name in names:
+        if registry.availability(name) is not None:
+            continue
+        mods.append(backends[name].value.split(":")[0])
+        if name == "emu":
+            mods += [r.value.split(":")[0] for r in registry.registrations("emu_model").values()]
+    return [m for m in mods if importlib.util.find_spec(m.split(".")[0]) is not None]
+
+
+def pytest_configure(config):
+    config._accel_saved_runner = (runner.isolation, runner.hang_guard, runner.devices)
+    from hardware.isolation import Bounds, HangGuard
+    from hardware.isolation.bounds import default_memory, parse_size
+    try:
+        memory = config.getoption("worker_memory")
+        memory_bytes = default_memory() if memory == "auto" else parse_size(memory)
+        pools = devices.parse(config.getoption("devices"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    runner.hang_guard = HangGuard(config.getoption("max_hangs"))
+    lock_dir = config.getoption("device_lock_dir")
+    runner.devices = devices.DeviceLocks(pools, lock_dir and Path(lock_dir),
+                                         on_wait=lambda msg: print(f"accel-regress: {msg}", file=sys.stderr)) if pools else None
+    if config.getoption("isolation") == "process" and not _is_xdist_controller(config):
+        runner.isolation = _isolation_for(Bounds(memory_bytes=memory_bytes), _preload_modules(config._accel_hw))
+    else:
+        runner.isolation = None
+    _install_stop_handlers(config)
+
+
+def pytest_sessionstart(session):
+    if runner.isolation is not None:
+        runner.isolation.start()      # the fork server imports torch while pytest collects
+
+
+_isolations: dict = {}
+
+
+def _isolation_for(bounds, preload):
+    """One fork server per process and setting: sessions inside a session (pytester) share it
+    instead of paying a torch import each; all are closed when the process exits."""
+    from hardware.isolation import Isolation
+    key = (bounds, tuple(preload))
+    if key not in _isolations:
+        if not _isolations:
+            import atexit
+            atexit.register(_close_isolations)
+        _isolations[key] = Isolation(bounds, preload=preload)
+    return _isolations[key]
+
+
+def _close_isolations() -> None:
+    while _isolations:
+        _isolations.popitem()[1].close()
+
+
+def _on_stop_signal(signum, frame):
+    # A KeyboardInterrupt takes pytest's own interrupted path: the session finishes, results.json is
+    # written, and the running case is marked INTERRUPTED (hardware.plugin.recording).
+    global stop_reason
+    stop_reason = stop_reason or signal.Signals(signum).name
+    raise KeyboardInterrupt(stop_reason)
+
+
+def pytest_keyboard_interrupt(excinfo):
+    global stop_reason
+    stop_reason = stop_reason or "SIGINT"
+
+
+def _install_stop_handlers(config) -> None:
+    global stop_reason
+    config._accel_saved_stop = stop_reason
+    stop_reason = None
+    config._accel_old_sigterm = config._accel_timer = None
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        config._accel_old_sigterm = signal.signal(signal.SIGTERM, _on_stop_signal)
+    # --session-timeout is pytest-timeout's option (it stops between tests); at the deadline this
+    # also interrupts the case that is running, which results.json lists as INTERRUPTED.
+    seconds = config.getoption("session_timeout", None)
+    if seconds and not is_worker(config):
+        main_id = threading.main_thread().ident
+
+        def fire():
+            global stop_reason
+            stop_reason = f"session timeout after {seconds:g} s (--session-timeout)"
+            signal.pthread_kill(main_id, signal.SIGTERM)   # to the main thread: wakes a blocking wait
+        timer = config._accel_timer = threading.Timer(seconds, fire)
+        timer.daemon = True
+        timer.start()
+
+
+def pytest_unconfigure(config):
+    global stop_reason
+    if getattr(config, "_accel_timer", None) is not None:
+        config._accel_timer.cancel()
+    if getattr(config, "_accel_old_sigterm", None) is not None:
+        signal.signal(signal.SIGTERM, config._accel_old_sigterm)
+    if runner.devices is not None:
+        runner.devices.release()
+    # A session inside a session (pytester's inline runs) hands the outer one its state back; the
+    # fork server stays warm for the next session in this process (see _isolation_for).
+    saved = getattr(config, "_accel_saved_runner", None)
+    if saved is not None:
+        runner.isolation, runner.hang_guard, runner.devices = saved
+        stop_reason = getattr(config, "_accel_saved_stop", None)

@@ -1,0 +1,170 @@
+"""The suite's options: each one on the command line and in the ini file (``accel_<name>``), the
+command line winning; validation (a bad value is a usage error, never a traceback or a silent
+default); the backend selection; which marker expression applies."""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+from hardware import registry
+
+
+def _timeout(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"{text!r} is negative")
+    return value
+
+
+def _string(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Option:
+    dest: str
+    metavar: str
+    help: str
+    convert: Callable[[str], Any] = _string
+    default: Any = None
+    env: Optional[str] = None       # an environment variable between the ini file and the default
+    choices: Optional[tuple] = None
+    repeat: bool = False            # may be given several times (a list)
+    path: bool = False              # an ini value is relative to the ini file
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+    @property
+    def ini(self) -> str:
+        return "accel_" + self.dest
+
+
+OPTIONS = (
+    Option("hw", "NAME[,NAME...]",
+           "backends to run on (default: $ACCEL_HW, else every backend available here; 'all' for every known one)"),
+    Option("inject_fault", "FILE.py:NAME|NAME",
+           "apply fault(case, outputs) to every backend result before comparison"),
+    Option("golden_seed", "N", "shift every case's input seed (default 0: the pinned inputs)", int, 0),
+    Option("case_timeout", "SECONDS",
+           "bound for one backend run (default: the backend's own, per family and size)", _timeout),
+    Option("report_dir", "DIR", "where results.json, results.jsonl and junit.xml go (default: reports)",
+           default="reports", path=True),
+    Option("isolation", "MODE", "process (default): every backend run in a warm worker process, so hangs and "
+           "crashes become verdicts; none: in the pytest process (for a debugger)",
+           default="process", env="ACCEL_ISOLATION", choices=("process", "none")),
+    Option("worker_memory", "SIZE", "address-space bound of the isolated worker, e.g. 8G; 'none' for no bound "
+           "(default auto: 80%% of physical memory)", default="auto"),
+    Option("max_hangs", "N", "after N hangs in a row on a backend, SKIP its remaining cases (default 3; 0: never)",
+           _non_negative_int, 3),
+    Option("devices", "IDS|RESOURCE=IDS", "device ids for backends with a device resource, one per "
+           "pytest(-xdist) worker, e.g. 0,1 or npu=0,1 (repeatable)", repeat=True),
+    Option("device_lock_dir", "DIR", "where the per-device lock files live (default $TMPDIR/accel-regress-devices)",
+           path=True),
+)
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("accel-regress")
+    for opt in OPTIONS:
+        # default None on the command line: "not given", so the ini file can fill it in.
+        g.addoption(opt.flag, dest=opt.dest, default=None, metavar=opt.metavar,
+                    action="append" if opt.repeat else "store",
+                    help=f"{opt.help} [ini: {opt.ini}]")
+        parser.addini(opt.ini, f"{opt.flag} (the command line wins)", type="args" if opt.repeat else "string",
+                      default=[] if opt.repeat else None)
+
+
+def _resolve(config, opt: Option) -> Any:
+    """Command line, else ini file, else environment, else default; converted and checked."""
+    given = config.getoption(opt.dest)
+    where = opt.flag
+    if given is None or given == []:
+        ini = config.getini(opt.ini)
+        if ini not in (None, "", []):
+            given, where = ini, f"{opt.ini} (ini file {config.inipath})"
+            if opt.path:
+                given = str(Path(config.inipath).parent / given) if config.inipath else given
+        elif opt.env and os.environ.get(opt.env):
+            given, where = os.environ[opt.env], f"${opt.env}"
+        else:
+            return opt.default
+    values = given if opt.repeat else [given]
+    out = []
+    for v in values:
+        try:
+            v = opt.convert(v) if isinstance(v, str) else v
+        except ValueError as exc:
+            raise pytest.UsageError(f"{where}: {exc}") from None
+        if opt.choices and v not in opt.choices:
+            raise pytest.UsageError(f"{where}: {v!r} is not one of {', '.join(opt.choices)}")
+        out.append(v)
+    return out if opt.repeat else out[0]
+
+
+def _check_session_timeout(config) -> None:
+    # pytest-timeout's option: it takes any float; a negative or NaN bound would never fire.
+    value = config.getoption("session_timeout", None)
+    if value is None:
+        return
+    if not math.isfinite(value) or value < 0:
+        raise pytest.UsageError(f"--session-timeout: {value!r} is not a number of seconds >= 0")
+
+
+_LARGE = re.compile(r"\blarge\b")
+
+
+def _markexpr(config) -> str:
+    """``-m`` selects within the default set: ``large`` cases stay out unless the expression names them."""
+    expr = (config.getoption("markexpr", None) or "").strip()
+    if not expr:
+        config._accel_large = "large cases excluded (-m large runs them)"
+        return "not large"
+    if _LARGE.search(expr):
+        config._accel_large = f"large cases as -m {expr!r} says"
+        return expr
+    config._accel_large = f"large cases excluded (-m {expr!r} does not name 'large')"
+    return f"({expr}) and not large"
+
+
+@pytest.hookimpl(tryfirst=True)   # every other part of the plugin reads what this settles
+def pytest_configure(config):
+    config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
+    config.addinivalue_line("markers", "family(op): the operator family a test belongs to")
+    for opt in OPTIONS:
+        setattr(config.option, opt.dest, _resolve(config, opt))
+    _check_session_timeout(config)
+    try:
+        config._accel_hw = registry.parse(config.getoption("hw"))
+    except registry.RegistrationError as exc:
+        raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
+    except ValueError as exc:
+        raise pytest.UsageError(f"--hw: {exc}") from None
+    spec = config.getoption("inject_fault")
+    if spec:
+        from hardware import faults
+        try:
+            faults.load(spec)
+        except Exception as exc:
+            raise pytest.UsageError(str(exc)) from None
+    if not config.option.xmlpath and not hasattr(config, "workerinput"):
+        config.option.xmlpath = str(Path(config.getoption("report_dir")) / "junit.xml")
+    config.option.markexpr = _markexpr(config)
+
+
+def pytest_report_header(config):
+    return [f"accel-regress: backends {','.join(config._accel_hw) or '(none)'}; {config._accel_large}"]

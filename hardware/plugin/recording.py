@@ -1,0 +1,241 @@
+"""One result record per suite case (a test that uses ``hw``): its verdict, stage, census and runs;
+results.jsonl as cases finish and results.json at the end (hardware/results.py); cases that were
+running when the session stopped are recorded as INTERRUPTED."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from golden.compare import Mismatch
+from hardware import registry, results, runner, verdicts
+from hardware.errors import SetupError, VerdictError
+from hardware.plugin import isolation
+
+_RECORD = pytest.StashKey[dict]()
+PROP = "accel_regress"      # the JUnit property that carries a case's record, as JSON
+
+_current: Optional[dict] = None     # the record of the case running in this process
+_config = None
+_started: dict[str, float] = {}     # node id -> start time, of cases not finished yet
+
+
+def pytest_configure(config):
+    global _config, _started
+    config._accel_saved_recording = (_config, _started)
+    _config, _started = config, {}
+    runner.observer = _observe
+
+
+def pytest_unconfigure(config):
+    global _config, _started
+    saved = getattr(config, "_accel_saved_recording", None)
+    if saved is not None:
+        _config, _started = saved
+
+
+def _observe(run: runner.Run) -> None:
+    if _current is not None and all(r is not run for r in _current["_runs"]):
+        _current["_runs"].append(run)
+
+
+def _new_record(item) -> dict:
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("hw") if callspec else None
+    fam = item.get_closest_marker("family")
+    return {"nodeid": item.nodeid, "test": item.name, "backend": backend,
+            "family": fam.args[0] if fam else None, "verdict": None, "stage": None, "message": "",
+            "census": [], "detail": {}, "_runs": [], "_start": time.time()}
+
+
+@pytest.hookimpl(tryfirst=True)   # before pytest's own skip marks, so a SKIP is a result too
+def pytest_runtest_setup(item):
+    global _current
+    # Only suite cases (tests that run on a backend) are results; selftests are not.
+    if "hw" in getattr(item, "fixturenames", ()):
+        item.stash[_RECORD] = _current = _new_record(item)
+
+
+def _classify(rec: dict, report, call) -> None:
+    """Fold one phase's report into the record; the first bad phase decides the verdict."""
+    if rec["verdict"] not in (None, verdicts.PASS):
+        return
+    if hasattr(report, "wasxfail"):
+        rec["verdict"] = verdicts.XFAIL if report.skipped else verdicts.XPASS
+        rec["stage"], rec["message"] = "compare", report.wasxfail
+        return
+    if report.passed:
+        if report.when == "call":
+            rec["verdict"], rec["stage"] = verdicts.PASS, "compare"
+        return
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        rec["verdict"], rec["stage"], rec["message"] = verdicts.SKIP, None, reason.removeprefix("Skipped: ")
+        return
+    exc = call.excinfo.value if call and call.excinfo else None
+    if isinstance(exc, VerdictError):
+        rec["verdict"], rec["stage"] = exc.verdict, exc.stage
+        rec["message"] = exc.message
+        rec["detail"].update(exc.detail)
+        report.longrepr = _verdict_text(exc) + _notes(exc)
+    elif isinstance(exc, SetupError):
+        rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "setup", str(exc)
+        report.longrepr = f"set-up error: {exc}"
+    elif isinstance(exc, Mismatch):
+        rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
+        rec["census"].append(exc.census.to_json())
+        report.longrepr = str(exc) + _notes(exc)
+    elif isinstance(exc, AssertionError):
+        rec["verdict"], rec["stage"] = verdicts.FAIL, "compare"
+        rec["message"] = str(exc) or "assertion failed"
+    else:
+        rec["verdict"], rec["stage"] = verdicts.FAIL, "harness"
+        rec["message"] = f"{report.when}: {type(exc).__name__}: {exc}" if exc else f"{report.when} failed"
+
+
+def _notes(exc: BaseException) -> str:
+    """Lines added with add_note (hypothesis's 'Falsifying example: ...' among them)."""
+    return "".join("\n" + n for n in getattr(exc, "__notes__", ()))
+
+
+def _verdict_text(exc: VerdictError) -> str:
+    lines = [f"{exc.verdict} at stage {exc.stage}: {exc.message}"]
+    for key, value in exc.detail.items():
+        text = str(value).rstrip()
+        if "\n" in text:
+            lines.append(f"--- {key} ---")
+            lines.extend(text.splitlines()[-30:])
+        else:
+            lines.append(f"{key}: {text}")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    rec = item.stash.get(_RECORD, None)
+    if rec is None:
+        return report
+    _classify(rec, report, call)
+    if report.when == "teardown":
+        record = _finish_record(rec)
+        item.config.hook.pytest_accel_regress_record(item=item, record=record)
+        # A JSON string: what JUnit's <property value=...> shows, and what travels through
+        # execnet under xdist (which refuses str subclasses such as torch's TorchVersion).
+        report.user_properties.append((PROP, json.dumps(record, default=str)))
+    return report
+
+
+def _as_result(rec: dict) -> dict:
+    """A results.json case from a live record (which keeps its Run objects and start time)."""
+    out = {k: v for k, v in rec.items() if k not in ("_runs", "_start")}
+    runs = rec["_runs"]
+    out["duration_s"] = round(time.time() - rec["_start"], 4)
+    out["runs"] = [r.to_json() for r in runs]
+    out["versions"] = runs[0].versions if runs else {}
+    if out["family"] is None and runs:
+        out["family"] = runs[0].case.op
+    return out
+
+
+def _finish_record(rec: dict) -> dict:
+    global _current
+    out = _as_result(rec)
+    if out["verdict"] is None:
+        out["verdict"] = verdicts.PASS
+    _current = None
+    return out
+
+
+def _backends_info(names) -> dict:
+    info = {}
+    for name in registry.names():
+        reason = registry.availability(name)
+        b = registry.get(name)
+        entry = {"selected": name in names, "available": reason is None, "reason": reason, "kind": b.kind}
+        if reason is None and name in names:
+            entry["versions"] = runner.versions_of(name)
+        info[name] = entry
+    return info
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    if isolation.is_worker(config):
+        return
+    names = config._accel_hw
+    meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
+            "platform": platform.platform(), "python": sys.version.split()[0], "argv": sys.argv[1:],
+            "cwd": os.getcwd(), "hw": names, "fault": config.getoption("inject_fault"),
+            "golden_seed": config.getoption("golden_seed"), "interrupted": False}
+    config._accel_sink = results.Sink(Path(config.getoption("report_dir")), meta, _backends_info(names))
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _started[nodeid] = time.time()
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "teardown":
+        return
+    _started.pop(report.nodeid, None)
+    for key, value in report.user_properties:
+        if key == PROP:
+            sink = getattr(_config, "_accel_sink", None)
+            if sink is not None:
+                sink.add(json.loads(value))
+
+
+def _backend_in(nodeid: str) -> Optional[str]:
+    """The backend named in a test id's parameters (the ``hw`` parameter), if any."""
+    parts = nodeid.rpartition("[")[2].rstrip("]")
+    return next((n for n in sorted(registry.names(), key=len, reverse=True)
+                 if parts == n or parts.startswith(n + "-") or parts.endswith("-" + n) or f"-{n}-" in parts), None)
+
+
+def _interrupted_records(session, reason: str) -> list[dict]:
+    """Suite cases that started but never finished: the session stopped while they ran."""
+    items = {item.nodeid: item for item in getattr(session, "items", [])}
+    out = []
+    for nodeid, start in list(_started.items()):
+        if _current is not None and _current["nodeid"] == nodeid:
+            rec = _as_result(_current)
+        else:
+            item = items.get(nodeid)
+            if item is not None and "hw" not in getattr(item, "fixturenames", ()):
+                continue    # not a suite case (a selftest): not a result
+            # Under xdist the controller knows only the node id.
+            backend = _backend_in(nodeid)
+            if item is None and backend is None:
+                continue
+            rec = {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": backend, "family": None,
+                   "census": [], "detail": {}, "runs": [], "versions": {}}
+        rec.update(verdict=verdicts.INTERRUPTED, stage="run",
+                   message=f"the session stopped ({reason}) while this case ran",
+                   duration_s=round(time.time() - start, 4))
+        out.append(rec)
+    _started.clear()
+    return out
+
+
+def pytest_sessionfinish(session, exitstatus):
+    sink = getattr(session.config, "_accel_sink", None)
+    if sink is None:
+        return
+    stop_reason = isolation.stop_reason
+    interrupted = bool(session.shouldstop) or int(exitstatus) == 2 or stop_reason is not None
+    if interrupted:
+        for rec in _interrupted_records(session, stop_reason or "interrupted"):
+            sink.add(rec)
+    data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus),
+                       interrupted=interrupted, **({"stop_reason": stop_reason} if stop_reason else {}))
+    session.config._accel_data = data
+    session.config.hook.pytest_accel_regress_session_finished(config=session.config, data=data,
+                                                              report_dir=sink.dir)

@@ -1,0 +1,45 @@
+"""The wheel: every non-Python file of the packages (C harness, bare-metal runtime, probes) is in it,
+and so are the entry points (pytest11 and the registrations)."""
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import hardware
+
+REPO = Path(hardware.__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    if not (REPO / "pyproject.toml").is_file():
+        pytest.skip("not a source checkout")
+    src = tmp_path_factory.mktemp("src")
+    # Built from a copy, so the checkout gets no build/ or egg-info.
+    for name in ("pyproject.toml", "README.md", "hardware", "golden"):
+        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(
+            REPO / name, src / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}))
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(out), str(src)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return zipfile.ZipFile(next(out.glob("accel_regress-*.whl")))
+
+
+def test_wheel_carries_every_non_python_file(wheel):
+    names = set(wheel.namelist())
+    wanted = sorted(str(p.relative_to(REPO)) for pkg in ("hardware", "golden") for p in (REPO / pkg).rglob("*")
+                    if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts)
+    assert wanted, "expected the C harness and the bare-metal runtime"
+    assert "hardware/qemu_rvv/harness/harness.c" in wanted
+    assert [w for w in wanted if w not in names] == []
+
+
+def test_wheel_declares_the_plugin_and_the_builtin_registrations(wheel):
+    eps = next(wheel.read(n).decode() for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt"))
+    assert "[pytest11]\nhardware.plugin = hardware.plugin" in eps
+    assert "[accel_regress.backends]" in eps and "emu = hardware.emu:EmuBackend" in eps
+    assert "[accel_regress.families]" in eps and "[accel_regress.emu_models]" in eps
