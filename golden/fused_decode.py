@@ -209,9 +209,9 @@ class StepResult:
 
     def row(self) -> dict:
         c = self.census
-        return {"step": self.step.name, "op": self.step.op, "max_abs": c.max_abs, "mean_abs": c.mean_abs,
-                "max_rel": c.max_abs / max(self.ref_max, 1e-30), "over": c.over_tolerance,
-                "elements": c.elements, "ok": c.ok}
+        nums = {"max_abs": c.max_abs, "mean_abs": c.mean_abs, "max_rel": c.max_abs / max(self.ref_max, 1e-30)}
+        return {"step": self.step.name, "op": self.step.op, "over": c.over_tolerance, "elements": c.elements,
+                "ok": c.ok, **{k: v if np.isfinite(v) else str(v) for k, v in nums.items()}}
 
 
 def compare_steps(case: Case, inputs: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],
@@ -242,10 +242,10 @@ def step_table(results: list[StepResult]) -> str:
     lines = [f"{'step':<14} {'op':<13} {'max_abs':>10} {'mean_abs':>10} {'max_rel':>10} {'over tol':>12}"]
     first = first_divergent(results)
     for r in results:
-        row = r.row()
-        mark = "  <- first divergent step" if r is first else ("" if row["ok"] else "  (diverges)")
-        lines.append(f"{row['step']:<14} {row['op']:<13} {row['max_abs']:>10.3g} {row['mean_abs']:>10.3g} "
-                     f"{row['max_rel']:>10.3g} {row['over']:>5}/{row['elements']:<6}{mark}")
+        c, ok = r.census, r.census.ok
+        mark = "  <- first divergent step" if r is first else ("" if ok else "  (diverges)")
+        lines.append(f"{r.step.name:<14} {r.step.op:<13} {c.max_abs:>10.3g} {c.mean_abs:>10.3g} "
+                     f"{c.max_abs / max(r.ref_max, 1e-30):>10.3g} {c.over_tolerance:>5}/{c.elements:<6}{mark}")
     return "\n".join(lines)
 
 

@@ -106,3 +106,18 @@ def pytester_fused(pytester):
     test = (Path(__file__).resolve().parents[1] / "test_fused_decode.py").read_text()
     pytester.makepyfile(test_fused=test)
     return lambda *args: pytester.runpytest("--hw", "emu", *args)
+
+
+def test_report_draws_the_steps_with_the_first_divergent_one_marked():
+    from hardware.report import steps
+    rows = [{"step": "a", "op": "gemv", "max_abs": 0.01, "mean_abs": 0.001, "max_rel": 0.002, "over": 0,
+             "elements": 4, "ok": True},
+            {"step": "b", "op": "softmax", "max_abs": "inf", "mean_abs": 1.0, "max_rel": "nan", "over": 3,
+             "elements": 4, "ok": False},
+            {"step": "c", "op": "add", "max_abs": 0.0, "mean_abs": 0.0, "max_rel": 0.0, "over": 0,
+             "elements": 4, "ok": True}]
+    html = steps.html({"steps": rows, "first_divergent_step": "b"})
+    assert "first divergent step: <b>b</b>" in html
+    assert html.count("fill='#c62828'") == 1 and "font-weight='bold'>b<" in html
+    assert "nan" not in html.split("<table")[0].split("<title>")[0]   # a non-finite bar is drawn full width
+    assert "b (first divergent)" in html and steps.html({}) == ""
