@@ -21,6 +21,7 @@ from golden.tolerance import ErrorModel, bernstein
 
 _CHUNK_ELEMENTS = 1 << 22
 _MAX_REGIONS = 8
+_BLOCK_DENSITY = 0.9      # a rectangle this full of misses is "a block", not "scattered"
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Census:
     pearson: float = float("nan")
     min_corr: Optional[float] = None
     worst: list = field(default_factory=list)     # [{index, got, expected, abs, allowed}]
+    origin: tuple = (0, 0)                        # (row, col) of this part in the whole output, for Where
     regions: list = field(default_factory=list)   # [{rows: [a, b], cols: [c, d], count}]
     regions_truncated: bool = False
     spread: Optional[dict] = None                 # {rows: [[a, b]..], cols: [[c, d]..]} when scattered
@@ -63,24 +65,35 @@ class Census:
     def to_json(self) -> dict:
         d = asdict(self)
         d["shape"] = list(self.shape)
+        d["origin"] = list(self.origin)
         d["ok"] = self.ok
         for k in ("max_abs", "mean_abs", "max_rel", "pearson", "max_abs_allowed"):
             d[k] = _finite_or_str(d[k])
         return d
 
     def where(self) -> str:
-        """Human wording of the out-of-tolerance regions: 'row 0, cols 1-15: 15 elements'."""
+        """Human wording of the out-of-tolerance regions, in the whole output's rows and columns
+        (``origin``): 'row 0, cols 1-15: 15 elements'; a rectangle wrong almost everywhere is a block."""
+        r0, c0 = self.origin
         if self.spread is not None:
-            rows = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.spread["rows"])
-            cols = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.spread["cols"])
+            row_runs = [(a + r0, b + r0) for a, b in self.spread["rows"]]
+            col_runs = [(a + c0, b + c0) for a, b in self.spread["cols"]]
+            if len(row_runs) == 1 and len(col_runs) == 1:
+                (a, b), (c, d) = row_runs[0], col_runs[0]
+                area = (b - a + 1) * (d - c + 1)
+                if self.over_tolerance >= _BLOCK_DENSITY * area:
+                    return (f"block {_span('row', (a, b))}, {_span('col', (c, d))}: {self.over_tolerance} of "
+                            f"{area} elements ({100.0 * self.over_tolerance / area:.1f}%)")
+            rows = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in row_runs)
+            cols = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in col_runs)
             return (f"scattered over rows {rows}; cols {cols} "
                     f"({self.over_tolerance} elements)")
         if not self.regions:
             return "nowhere"
         parts = []
         for r in self.regions:
-            rows = _span("row", r["rows"])
-            cols = _span("col", r["cols"]) if r["cols"] is not None else None
+            rows = _span("row", [x + r0 for x in r["rows"]])
+            cols = _span("col", [x + c0 for x in r["cols"]]) if r["cols"] is not None else None
             n = f"{r['count']} element" + ("s" if r["count"] != 1 else "")
             parts.append(f"{rows}, {cols}: {n}")
         return "; ".join(parts)
@@ -349,9 +362,12 @@ def _stats(c: Census, model: ErrorModel, acc: np.ndarray) -> None:
         c.stats[k] = {f: (float(v) if f != "ok" else v) for f, v in c.stats[k].items()}
 
 
-def assert_close(got, expected, **kw) -> Census:
-    """``census`` that raises ``Mismatch`` unless everything is within tolerance."""
+def assert_close(got, expected, origin=(0, 0), **kw) -> Census:
+    """``census`` that raises ``Mismatch`` unless everything is within tolerance. ``origin``: where
+    the compared part starts in the whole output (a partition's first column), so Where names the
+    output's own rows and columns."""
     c = census(got, expected, **kw)
+    c.origin = tuple(int(x) for x in origin)
     if not c.ok:
         raise Mismatch(c, _arrays(got, expected, **kw))
     return c

@@ -71,7 +71,7 @@ def test_partition(run, cfg, part, expected):
     ref, tol = expected
     got = run[f"C_{part}"][:cfg.M, :cfg.n_part]
     assert_close(got, gemm.partition(ref, cfg, part), tol=gemm.partition(tol, cfg, part),
-                 min_corr=gemm.MIN_CORR,
+                 min_corr=gemm.MIN_CORR, origin=(0, part * cfg.n_part),
                  name=f"C_{part} (columns {part * cfg.n_part}-{(part + 1) * cfg.n_part - 1})")
 
 

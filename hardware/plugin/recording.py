@@ -225,10 +225,14 @@ def _interrupted_records(session, reason: str) -> list[dict]:
     return out
 
 
+@pytest.hookimpl(tryfirst=True)     # before any other plugin's session end can fail
 def pytest_sessionfinish(session, exitstatus):
+    isolation.phase = "finishing"     # a stop signal now is noted, never cuts the writing short
     sink = getattr(session.config, "_accel_sink", None)
     if sink is None:
         return
+    if int(exitstatus) == pytest.ExitCode.INTERNAL_ERROR and isolation.stop_reason is None:
+        isolation.stop_reason = "an internal error of the suite (pytest exit status 3)"
     stop_reason = isolation.stop_reason
     interrupted = bool(session.shouldstop) or int(exitstatus) == 2 or stop_reason is not None
     if interrupted:
