@@ -6,7 +6,7 @@ partitions names them. The control runs each partition as its own partition_N=1 
 """
 import pytest
 
-from golden import assert_close, gemm
+from golden import assert_close, gemm, store
 
 pytestmark = pytest.mark.family(gemm.OP)
 
@@ -36,13 +36,15 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return gemm.make_inputs(case)
+    return store.cached("inputs", case, lambda: gemm.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
-def expected(inputs, cfg):
-    ref = gemm.reference(inputs)
-    return ref, gemm.tolerance_for(inputs, ref, cfg)
+def expected(case, inputs, cfg):
+    def compute():
+        ref = gemm.reference(inputs)
+        return ref, gemm.tolerance_for(inputs, ref, cfg)
+    return store.cached("expected", case, compute)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ over ptoas-emitted C++.
 """
 import pytest
 
-from golden import census, tiles
+from golden import census, store, tiles
 from hardware import runner
 
 pytestmark = pytest.mark.family(tiles.OP)
@@ -33,12 +33,12 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return tiles.make_inputs(case)
+    return store.cached("inputs", case, lambda: tiles.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
-def expected(inputs, cfg):
-    return tiles.reference(inputs, cfg)
+def expected(case, inputs, cfg):
+    return store.cached("expected", case, lambda: tiles.reference(inputs, cfg))
 
 
 @pytest.fixture(scope="module")
