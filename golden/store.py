@@ -8,9 +8,9 @@ never a stale golden.
 
 On disk an entry is a folder ``<root>/<key[:2]>/<key>/`` of ``.npy`` files (loaded with
 ``allow_pickle=False``) and a ``manifest.json`` holding the value's structure (dicts, tuples,
-lists, scalars) and each array's dtype, shape and sha256. The folder is built under a temporary
-name and renamed into place, so a reader (another process, an xdist worker) sees a whole entry
-or none; a per-key lock file keeps two processes from computing the same golden twice. A
+lists, scalars, golden's own dataclasses such as ErrorModel) and each array's dtype, shape and
+sha256. The folder is built under a temporary name and renamed into place, so a reader (another
+process, an xdist worker) sees a whole entry or none; a per-key lock file keeps two processes from computing the same golden twice. A
 corrupt or truncated entry fails its checksum, is reported once (``GoldenStoreWarning`` and
 ``problems``), deleted and recomputed: it never fails a case.
 
@@ -26,8 +26,10 @@ bypasses the disk store.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -192,7 +194,9 @@ def _remember(key: str, value: Any) -> None:
 def _nbytes(value) -> Optional[int]:
     if isinstance(value, np.ndarray):
         return value.nbytes
-    if isinstance(value, dict):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        parts = [_nbytes(getattr(value, f.name)) for f in dataclasses.fields(value)]
+    elif isinstance(value, dict):
         parts = [_nbytes(v) for v in value.values()]
     elif isinstance(value, (tuple, list)):
         parts = [_nbytes(v) for v in value]
@@ -224,6 +228,12 @@ def _encode(value, arrays: list) -> dict:
         return {"t": "dict", "items": [[k, _encode(v, arrays)] for k, v in value.items()]}
     if isinstance(value, (tuple, list)):
         return {"t": type(value).__name__, "items": [_encode(v, arrays) for v in value]}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        if not cls.__module__.startswith("golden."):
+            raise _Unstorable(f"{cls.__module__}.{cls.__qualname__} is not a golden class")
+        return {"t": "dataclass", "cls": f"{cls.__module__}:{cls.__qualname__}",
+                "items": [[f.name, _encode(getattr(value, f.name), arrays)] for f in dataclasses.fields(value)]}
     if isinstance(value, float):                  # repr keeps inf and nan, which strict JSON lacks
         return {"t": "float", "v": repr(value)}
     if value is None or isinstance(value, (bool, int, str)):
@@ -240,6 +250,14 @@ def _decode(node: dict, arrays: list):
     if t in ("tuple", "list"):
         items = [_decode(v, arrays) for v in node["items"]]
         return tuple(items) if t == "tuple" else items
+    if t == "dataclass":             # only golden's own dataclasses: a manifest names no other code
+        module, _, name = node["cls"].partition(":")
+        if not module.startswith("golden."):
+            raise _Corrupt(f"{node['cls']} is not a golden class")
+        cls = getattr(importlib.import_module(module), name)
+        if not dataclasses.is_dataclass(cls):
+            raise _Corrupt(f"{node['cls']} is not a dataclass")
+        return cls(**{k: _decode(v, arrays) for k, v in node["items"]})
     if t == "float":
         return float(node["v"])
     if t == "scalar":

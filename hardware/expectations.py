@@ -43,14 +43,13 @@ import argparse
 import json
 import os
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
 import pytest
 
-from hardware import verdicts
+from hardware import schemas, strict_json, verdicts
 from hardware.globs import Glob, PatternError
 from hardware.merge import test_key
 from hardware.version_range import Conditions, RangeError
@@ -155,13 +154,8 @@ def load_file(path: Path, known_backends: Optional[Iterable[str]] = None) -> tup
     if known_backends is not None and backend not in set(known_backends):
         raise ExpectationsError(f"{path}: no backend {backend!r} (the file name must be a backend id: "
                                 f"{', '.join(sorted(known_backends))})")
-    try:
-        text = path.read_text()
-        doc = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExpectationsError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ExpectationsError(f"{path}: not valid TOML: {exc}") from None
+    doc = schemas.load_toml(path, "expectations", ExpectationsError)   # hardware/schemas/expectations.schema.json
+    text = path.read_text()
     extra = set(doc) - {"expect"}
     if extra:
         raise ExpectationsError(f"{path}: unknown top-level key(s) {', '.join(sorted(extra))}; "
@@ -531,7 +525,7 @@ def session_finished(config, data: dict, report_dir) -> None:
     from hardware import results
     summary = _summary(config, data)
     config._accel_exp_summary = summary
-    results.write_atomic(Path(report_dir) / "expectations.json", json.dumps(summary, indent=1) + "\n")
+    results.write_atomic(Path(report_dir) / "expectations.json", strict_json.dumps(summary, indent=1) + "\n")
 
 
 @pytest.hookimpl(tryfirst=True)       # before the report writers, which read expectations.json

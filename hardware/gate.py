@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from hardware import results, verdicts
+from hardware import results, schemas, verdicts
 from hardware.merge import device_of, test_key
 
 FAILURES = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR,
@@ -63,37 +62,14 @@ class Policy:
     source: str = "default policy (every backend the session asked for must run)"
 
 
-_SCHEMA = {"required": {"backends": list, "markers": list, "families": list},
-           "slowdown": {"factor": (int, float), "min_seconds": (int, float), "blocks": bool},
-           "failures": {"pre_existing_block": bool}}
-
-
 def load_policy(path: Path) -> Policy:
     path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise PolicyError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"{path}: not valid TOML: {exc}") from None
-    for table, value in doc.items():
-        if table not in _SCHEMA or not isinstance(value, dict):
-            raise PolicyError(f"{path}: unknown table [{table}]; tables are {', '.join('[' + t + ']' for t in _SCHEMA)}")
-        for key, v in value.items():
-            want = _SCHEMA[table].get(key)
-            if want is None:
-                raise PolicyError(f"{path}: [{table}] has no key {key!r}; keys: {', '.join(_SCHEMA[table])}")
-            if not isinstance(v, want) or (want is list and not all(isinstance(x, str) for x in v)):
-                raise PolicyError(f"{path}: [{table}] {key} = {v!r} has the wrong type")
+    doc = schemas.load_toml(path, "policy", PolicyError)     # hardware/schemas/policy.schema.json
     req, slow, fail = doc.get("required", {}), doc.get("slowdown", {}), doc.get("failures", {})
     p = Policy(backends=req.get("backends"), markers=req.get("markers", []), families=req.get("families", []),
                slow_factor=float(slow.get("factor", 2.0)), slow_min_s=float(slow.get("min_seconds", 1.0)),
                slow_blocks=slow.get("blocks", True), pre_existing_block=fail.get("pre_existing_block", True),
                source=str(path))
-    if p.slow_factor <= 1.0:
-        raise PolicyError(f"{path}: [slowdown] factor must be more than 1")
     return p
 
 

@@ -57,7 +57,7 @@ def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, st
                            subtitle=where or f"{over} block(s) over tolerance",
                            shape=info.get("shape"), block=info.get("block", (1, 1)))
             done[slug(c)] = png_rel
-        except (OSError, ValueError, KeyError, TypeError) as exc:   # ResultsError is a ValueError
+        except (OSError, ValueError, KeyError, TypeError) as exc:   # PathRefused is a ValueError
             notes.append(f"no heatmap for {c['nodeid']}: {src}: {exc}")
     if len(wanted) > MAX_HEATMAPS:
         notes.append(f"heatmaps drawn for the first {MAX_HEATMAPS} of {len(wanted)} failures")

@@ -128,6 +128,32 @@ def test_least_recently_used_entries_are_evicted(where, monkeypatch):
     assert kept == {store.key_of("inputs", _case(i)) for i in (0, 3)}
 
 
+def test_error_model_round_trips(where):
+    from golden.tolerance import ErrorModel
+    calls = []
+    model = ErrorModel(np.full((2, 3), 0.5, np.float32), "accumulation", k=7.0, lib=np.float32(0.25))
+    store.cached("expected", _case(), _slow((np.ones((2, 3)), model), calls))
+    store.clear_memo()
+    ref, again = store.cached("expected", _case(), _slow(None, calls))
+    assert len(calls) == 1 and isinstance(again, ErrorModel)
+    assert (again.kind, again.k, again.rows_correlated) == ("accumulation", 7.0, False)
+    _same(model.tol, again.tol)
+    assert again.lib.shape == (2, 3) and float(again.lib[1, 2]) == 0.25
+
+
+def test_manifest_naming_other_code_is_corrupt(where):
+    calls = []
+    store.cached("inputs", _case(), _slow({"a": np.ones(2)}, calls))
+    (entry,) = [p for p in where.glob("??/*") if not p.name.startswith(".")]
+    meta = json.loads((entry / store.MANIFEST).read_text())
+    meta["tree"] = {"t": "dataclass", "cls": "os:system", "items": [["command", {"t": "scalar", "v": "true"}]]}
+    (entry / store.MANIFEST).write_text(json.dumps(meta))
+    store.clear_memo()
+    with pytest.warns(store.GoldenStoreWarning, match="not a golden class"):
+        store.cached("inputs", _case(), _slow({"a": np.ones(2)}, calls))
+    assert len(calls) == 2
+
+
 def test_unstorable_value_is_computed_and_not_written(where):
     calls = []
     store.cached("expected", _case(), _slow({"cfg": object()}, calls))

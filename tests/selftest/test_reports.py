@@ -176,7 +176,7 @@ def test_summary_markdown_matrix_then_failures_with_census(run_dir):
     assert re.search(r"!\[\|got - expected\| / allowed\]\(heatmaps/test_tile_row0_emu-[0-9a-f]{8}\.png\)", tile)
     assert "rerun: `python -m pytest 'test_demo.py::test_tile_row0[emu]' --hw emu --isolation none`" in tile
     parts = md[md.index("### FAIL · emu · `test_demo.py::test_partitions[emu]`"):]
-    assert "Where: scattered over rows 0-63; cols 64-255" in parts
+    assert "Where: block rows 0-63, cols 64-255: 12145 of 12288 elements (98.8%)" in parts
 
 
 def test_ratio_map_marks_exactly_the_bad_elements():
