@@ -337,4 +337,4 @@ def output_contract(case: Case) -> dict:
     """What every backend must return for ``case``: output name ("*": every output) -> (numpy dtype
     name, shape or None). Checked by hardware.runner before any comparison: the right values in
     another dtype or shape are a FAIL, not a PASS."""
-    return {"*": ("float32", None)}       # f16/bf16 tiles travel as the float32 that holds them exactly
+    return {"*": ("float32", None)}       # f16/bf16 tiles travel as the float32 holding them exactly

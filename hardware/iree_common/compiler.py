@@ -18,8 +18,10 @@ before the rename. A hit is trusted only once its index validates and every file
 older suite without an index, a file name that leaves the folder) is moved aside, removed and
 rebuilt, with a note on stderr and in ``Compiled.note``.
 
-The cache lives in ``$ACCEL_IREE_CACHE``, else ``<repo>/.cache/iree`` (git-ignored) in a checkout, else
-``$XDG_CACHE_HOME/accel-regress/iree`` (never inside an installed package). A failed
+The cache lives in ``$ACCEL_IREE_CACHE``, else ``$XDG_CACHE_HOME/accel-regress/iree`` (default
+``~/.cache/accel-regress/iree``): outside the checkout, so a runner keeps it across clones and
+checkouts, and never inside an installed package. Its key holds everything that decides the
+output, so checkouts and processes can share it. A failed
 compile is not cached: it raises ``hardware.CompileError`` with the compiler's diagnostic in
 ``detail['diagnostic']``; a compile that outlives its bound raises ``hardware.Hang`` at stage
 ``compile``.
@@ -44,7 +46,6 @@ from hardware.atomic import write_atomic
 from hardware.errors import CompileError, Hang
 from hardware.paths import PathRefused, member_path
 
-REPO = Path(__file__).resolve().parents[2]
 PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
 VMFB = "module.vmfb"
 DIAGNOSTIC_CHARS = 20000
@@ -54,8 +55,6 @@ def cache_root() -> Path:
     env = os.environ.get("ACCEL_IREE_CACHE")
     if env:
         return Path(env)
-    if (REPO / "pyproject.toml").is_file():
-        return REPO / ".cache" / "iree"
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-regress" / "iree"
 
 

@@ -91,6 +91,7 @@ def _classify(rec: dict, report, call) -> None:
     elif isinstance(exc, Mismatch):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
         rec["census"].append(exc.census.to_json())
+        rec["detail"].update(getattr(exc, "detail", {}))     # e.g. compare mode's per-step table
         report.longrepr = str(exc) + _notes(exc)
     elif isinstance(exc, AssertionError):
         rec["verdict"], rec["stage"] = verdicts.FAIL, "compare"
