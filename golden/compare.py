@@ -229,6 +229,7 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape) -> Census
 
 def assert_close(got, expected, **kw) -> Census:
     """``census`` that raises ``Mismatch`` unless everything is within tolerance."""
+    __tracebackhide__ = True    # pytest shows the calling test's line
     c = census(got, expected, **kw)
     if not c.ok:
         raise Mismatch(c, _arrays(got, expected, **kw))

@@ -30,4 +30,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line("")
         for line in bad:
             tr.write_line(line)
+    if not data["session"].get("complete", True):
+        tr.write_line(f"results.json is incomplete: {data['session'].get('stop_reason', 'the session stopped early')}")
     tr.write_line(f"reports: {Path(config.getoption('report_dir')) / 'results.json'}, {config.option.xmlpath}")

@@ -31,8 +31,8 @@ def _report_dir(config) -> Path:
 def pytest_sessionstart(session):
     """A new session's report dir starts without the last session's arrays and heatmaps."""
     config = session.config
-    if hasattr(config, "workerinput"):
-        return
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return    # --collect-only leaves the last run's reports alone
     for sub, pattern in (("arrays", "*.npy"), ("heatmaps", "*.png")):
         for old in (_report_dir(config) / sub).glob(pattern):
             old.unlink(missing_ok=True)
