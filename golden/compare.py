@@ -4,6 +4,11 @@ A mismatch is reported the way ``torch.testing.assert_close`` words it (mismatch
 greatest absolute and relative difference with index and allowance), plus what a hardware bug
 hunt needs: the Pearson correlation, the worst elements, and where the out-of-tolerance elements
 lie (rows and column ranges), so a wrong partition or a garbage tile row is named, not counted.
+
+With an error model (golden.tolerance.ErrorModel as ``tol``) a second check looks at all elements
+together: the mean signed error (bias), the mean of sign(expected) * error (magnitude bias) and
+the rms error (spread) must agree with the model. These catch what no single element shows: a
+wrong rounding mode, an accumulator that is too narrow, a gain error.
 """
 from __future__ import annotations
 
@@ -12,8 +17,11 @@ from typing import Optional
 
 import numpy as np
 
+from golden.tolerance import ErrorModel, bernstein
+
 _CHUNK_ELEMENTS = 1 << 22
 _MAX_REGIONS = 8
+_BLOCK_DENSITY = 0.9      # a rectangle this full of misses is "a block", not "scattered"
 
 
 @dataclass
@@ -32,10 +40,17 @@ class Census:
     pearson: float = float("nan")
     min_corr: Optional[float] = None
     worst: list = field(default_factory=list)     # [{index, got, expected, abs, allowed}]
+    origin: tuple = (0, 0)                        # (row, col) of this part in the whole output, for Where
     regions: list = field(default_factory=list)   # [{rows: [a, b], cols: [c, d], count}]
     regions_truncated: bool = False
     spread: Optional[dict] = None                 # {rows: [[a, b]..], cols: [[c, d]..]} when scattered
     shape_error: Optional[str] = None
+    stats: Optional[dict] = None                  # {unit, n, bias, magnitude_bias, spread}: see _stats
+    stats_note: Optional[str] = None              # why there is no statistical check
+
+    @property
+    def stats_ok(self) -> bool:
+        return not self.stats or all(self.stats[k]["ok"] for k in _STATS)
 
     @property
     def ok(self) -> bool:
@@ -45,29 +60,40 @@ class Census:
             return False
         if self.min_corr is not None and not (self.pearson >= self.min_corr):
             return False
-        return True
+        return self.stats_ok
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["shape"] = list(self.shape)
+        d["origin"] = list(self.origin)
         d["ok"] = self.ok
         for k in ("max_abs", "mean_abs", "max_rel", "pearson", "max_abs_allowed"):
             d[k] = _finite_or_str(d[k])
         return d
 
     def where(self) -> str:
-        """Human wording of the out-of-tolerance regions: 'row 0, cols 1-15: 15 elements'."""
+        """Human wording of the out-of-tolerance regions, in the whole output's rows and columns
+        (``origin``): 'row 0, cols 1-15: 15 elements'; a rectangle wrong almost everywhere is a block."""
+        r0, c0 = self.origin
         if self.spread is not None:
-            rows = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.spread["rows"])
-            cols = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.spread["cols"])
+            row_runs = [(a + r0, b + r0) for a, b in self.spread["rows"]]
+            col_runs = [(a + c0, b + c0) for a, b in self.spread["cols"]]
+            if len(row_runs) == 1 and len(col_runs) == 1:
+                (a, b), (c, d) = row_runs[0], col_runs[0]
+                area = (b - a + 1) * (d - c + 1)
+                if self.over_tolerance >= _BLOCK_DENSITY * area:
+                    return (f"block {_span('row', (a, b))}, {_span('col', (c, d))}: {self.over_tolerance} of "
+                            f"{area} elements ({100.0 * self.over_tolerance / area:.1f}%)")
+            rows = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in row_runs)
+            cols = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in col_runs)
             return (f"scattered over rows {rows}; cols {cols} "
                     f"({self.over_tolerance} elements)")
         if not self.regions:
             return "nowhere"
         parts = []
         for r in self.regions:
-            rows = _span("row", r["rows"])
-            cols = _span("col", r["cols"]) if r["cols"] is not None else None
+            rows = _span("row", [x + r0 for x in r["rows"]])
+            cols = _span("col", [x + c0 for x in r["cols"]]) if r["cols"] is not None else None
             n = f"{r['count']} element" + ("s" if r["count"] != 1 else "")
             parts.append(f"{rows}, {cols}: {n}")
         return "; ".join(parts)
@@ -76,8 +102,16 @@ class Census:
         if self.shape_error:
             return f"{self.name}: {self.shape_error}"
         pct = 100.0 * self.over_tolerance / max(self.elements, 1)
+        corr_ok = self.min_corr is None or self.pearson >= self.min_corr
+        if self.ok:
+            head = f"{self.name} is close to the reference."
+        elif not self.over_tolerance and corr_ok:
+            head = (f"{self.name}: every element is within its allowance, but the errors together "
+                    "do not fit the error model!")
+        else:
+            head = f"{self.name} is not close to the reference!"
         lines = [
-            f"{self.name} is not close to the reference!" if not self.ok else f"{self.name} is close to the reference.",
+            head,
             "",
             f"Mismatched elements: {self.over_tolerance} / {self.elements} ({pct:.1f}%) over tolerance; "
             f"{self.differ} / {self.elements} differ at all",
@@ -95,7 +129,46 @@ class Census:
             worst = ", ".join(
                 f"{tuple(w['index'])} got {w['got']:.6g} expected {w['expected']:.6g}" for w in self.worst)
             lines.append(f"Worst: {worst}")
+        lines += self.stats_lines()
         return "\n".join(lines)
+
+    def stats_lines(self) -> list:
+        if not self.stats:
+            return [f"Statistics: not checked ({self.stats_note})"] if self.stats_note else []
+        st, unit = self.stats, self.stats["unit"]
+        out = [f"Statistics over {st['n']} elements, in units of {_UNIT_WORDS.get(unit, unit)}:"]
+        for key in ("bias", "magnitude_bias"):
+            b = st[key]
+            line = f"  {_STAT_WORDS[key]}: {b['value']:+.4g} {unit} (model: 0, allowed +-{b['allowed']:.3g})"
+            if not b["ok"]:
+                line += (f": FAILED, {abs(b['value']) / max(b['allowed'], 1e-300):.3g}x the allowance; "
+                         + _MEANING[key][b["value"] > 0])
+            out.append(line)
+        sp = st["spread"]
+        line = (f"  {_STAT_WORDS['spread']}: {sp['value']:.4g} {unit} (model: at most {sp['predicted']:.3g}, "
+                f"allowed {sp['allowed']:.3g})")
+        if not sp["ok"]:
+            line += f": FAILED, {sp['value'] / max(sp['allowed'], 1e-300):.3g}x the allowance; " + _MEANING["spread"]
+        out.append(line)
+        return out
+
+
+_STATS = ("bias", "magnitude_bias", "spread")
+_UNIT_WORDS = {"ulp": "the output's ulp at the expected value",
+               "sigma": "the model's standard deviation (sigma) of each element's error"}
+_STAT_WORDS = {"bias": "bias (mean signed error)",
+               "magnitude_bias": "magnitude bias (mean of sign(expected) * error)",
+               "spread": "spread (rms error)"}
+_MEANING = {
+    "bias": ("errors lean negative: rounding toward -inf (floor) instead of to nearest, or an offset subtracted",
+             "errors lean positive: rounding toward +inf instead of to nearest, or an offset added"),
+    "magnitude_bias": ("|got| is too small on average: rounding toward zero (truncation) instead of to "
+                       "nearest, or a gain below 1",
+                       "|got| is too large on average: rounding away from zero, ties rounded away instead of "
+                       "to even, or a gain above 1"),
+    "spread": "errors wider than the model's roundings: an accumulator narrower than the model's (bf16 "
+              "instead of f32), a lost guard bit or double rounding, or noise on the data path",
+}
 
 
 class Mismatch(AssertionError):
@@ -147,13 +220,18 @@ def diff_and_allowed(g: np.ndarray, e: np.ndarray, atol=0.0, rtol=0.0, tol=None)
 def census(got, expected, *, atol=0.0, rtol=0.0, tol=None, min_corr=None, name="output") -> Census:
     """Compare ``got`` with ``expected``; allowed difference is atol + rtol*|expected| + tol.
 
-    ``tol`` is an optional per-element absolute allowance broadcastable to ``expected`` (from an
-    error model in golden/tolerance.py). Regions are reported over the last two axes (leading
-    axes are folded into rows).
+    ``tol`` is an optional per-element absolute allowance broadcastable to ``expected``, or a
+    golden.tolerance.ErrorModel, which adds the statistical check. Regions are reported over the
+    last two axes (leading axes are folded into rows).
     """
     got = np.asarray(got)
     expected = np.asarray(expected)
+    model = tol if isinstance(tol, ErrorModel) else None
     c = Census(name=name, shape=tuple(expected.shape), min_corr=min_corr)
+    if model is not None:
+        tol = model.tol
+        if model.kind is None:
+            c.stats_note, model = model.why_not or None, None
     if got.shape != expected.shape:
         c.shape_error = f"shape mismatch: got {tuple(got.shape)}, expected {tuple(expected.shape)}"
         return c
@@ -162,13 +240,16 @@ def census(got, expected, *, atol=0.0, rtol=0.0, tol=None, min_corr=None, name="
         return c
     g2, e2 = as_rows(got), as_rows(expected)
     tol2 = None if tol is None else as_rows(np.broadcast_to(np.asarray(tol, np.float64), expected.shape))
+    lib2 = None
+    if model is not None and model.lib is not None:
+        lib2 = as_rows(np.broadcast_to(np.asarray(model.lib, np.float64), expected.shape))
     rows, cols = e2.shape
     step = max(1, _CHUNK_ELEMENTS // max(cols, 1))
-    with np.errstate(invalid="ignore", over="ignore"):
-        return _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, expected.shape)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, expected.shape, model, lib2)
 
 
-def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape) -> Census:
+def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=None, lib2=None) -> Census:
     sums = np.zeros(5)          # sx, sy, sxx, syy, sxy
     n_finite = 0
     abs_total = 0.0
@@ -177,9 +258,13 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape) -> Census
     bad_cols = np.zeros(cols, bool)
     best_abs = (-1.0, None, 0.0)
     best_rel = (-1.0, None)
+    stat_sums = np.zeros(len(_SUMS))
     for r0 in range(0, rows, step):
         g = g2[r0:r0 + step].astype(np.float64)
         e = e2[r0:r0 + step].astype(np.float64)
+        if model is not None:
+            _stat_chunk(stat_sums, model, g, e, tol2[r0:r0 + step],
+                        None if lib2 is None else lib2[r0:r0 + step])
         diff, allowed = diff_and_allowed(g, e, atol, rtol, None if tol2 is None else tol2[r0:r0 + step])
         c.differ += int(np.count_nonzero(diff))
         bad = diff > allowed
@@ -216,6 +301,8 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape) -> Census
     worst_pool.sort(key=lambda w: -w[0])
     c.worst = [{"index": list(_unravel(w[1], shape)), "got": w[2], "expected": w[3],
                 "abs": w[4], "allowed": w[5]} for w in worst_pool[:5]]
+    if model is not None:
+        _stats(c, model, stat_sums)
     c.regions, c.regions_truncated = _regions(bad_rows)
     if c.regions_truncated:
         row_mask = np.zeros(rows, bool)
@@ -227,16 +314,69 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape) -> Census
     return c
 
 
-def assert_close(got, expected, **kw) -> Census:
-    """``census`` that raises ``Mismatch`` unless everything is within tolerance."""
+_SUMS = ("n", "z", "zs", "mu", "var", "M", "W", "E", "VB", "B")
+
+
+def _stat_chunk(acc: np.ndarray, model: ErrorModel, g, e, tol, lib) -> None:
+    """Add a chunk of rows to the sums the statistics need (names in _SUMS; see _stats)."""
+    tol = np.asarray(tol, np.float64)
+    err = g - e
+    w, sigma, mu = model.moments(tol, e, lib)
+    use = np.isfinite(err) & np.isfinite(e) & (w > 0) & (sigma > 0)
+    w = np.where(use, w, 1.0)
+    z = np.where(use, err / w, 0.0)
+    zs = z * np.sign(e)
+    mu_w = np.where(use, mu / w, 0.0)
+    sd = np.where(use, sigma / w, 0.0)
+    M = np.where(use, (tol + mu) / w, 0.0)
+    E = sd * sd + mu_w * mu_w
+    B = np.where(use, (tol / w) ** 2, 0.0)
+    W = z * z
+    if model.rows_correlated:      # a row is one term: its elements may share an error
+        z, zs, mu_w, sd, M, E, B, W = (x.sum(axis=1) for x in (z, zs, mu_w, sd, M, E, B, W))
+    acc[0] += use.sum()
+    acc[1:4] += (z.sum(), zs.sum(), mu_w.sum())
+    acc[4] += (sd * sd).sum()
+    acc[5] = max(acc[5], float(M.max(initial=0.0)))
+    acc[6:9] += (W.sum(), E.sum(), (B * E).sum())
+    acc[9] = max(acc[9], float(B.max(initial=0.0)))
+
+
+def _stats(c: Census, model: ErrorModel, acc: np.ndarray) -> None:
+    """Bias, magnitude bias and spread against the thresholds of golden/tolerance.py."""
+    n, z, zs, mu, var, M, W, E, VB, B = acc
+    if n == 0:
+        c.stats_note = "no element carries a rounding error (every expected value is exact)"
+        return
+    t_bias = bernstein(var, M)
+    allowed = (mu + t_bias) / n
+    t_spread = bernstein(VB, B, two_sided=False)
+    c.stats = {
+        "unit": model.unit_name, "n": int(n),
+        "bias": {"value": z / n, "allowed": allowed, "ok": bool(abs(z) <= mu + t_bias)},
+        "magnitude_bias": {"value": zs / n, "allowed": allowed, "ok": bool(abs(zs) <= mu + t_bias)},
+        "spread": {"value": float(np.sqrt(W / n)), "predicted": float(np.sqrt(E / n)),
+                   "allowed": float(np.sqrt((E + t_spread) / n)), "ok": bool(W <= E + t_spread)},
+    }
+    for k in _STATS:
+        c.stats[k] = {f: (float(v) if f != "ok" else v) for f, v in c.stats[k].items()}
+
+
+def assert_close(got, expected, origin=(0, 0), **kw) -> Census:
+    """``census`` that raises ``Mismatch`` unless everything is within tolerance. ``origin``: where
+    the compared part starts in the whole output (a partition's first column), so Where names the
+    output's own rows and columns."""
     __tracebackhide__ = True    # pytest shows the calling test's line
     c = census(got, expected, **kw)
+    c.origin = tuple(int(x) for x in origin)
     if not c.ok:
         raise Mismatch(c, _arrays(got, expected, **kw))
     return c
 
 
 def _arrays(got, expected, *, atol=0.0, rtol=0.0, tol=None, **_) -> dict:
+    if isinstance(tol, ErrorModel):
+        tol = tol.tol
     return {"got": got, "expected": expected, "atol": atol, "rtol": rtol, "tol": tol}
 
 

@@ -14,6 +14,19 @@ BFP16_MANTISSA_BITS = 8             # signed two's-complement mantissa per eleme
 BFP16_UNIT_ROUNDOFF = 2.0 ** -(BFP16_MANTISSA_BITS - 1)
 
 
+# name -> (significant bits, smallest normal exponent, unit roundoff)
+FORMATS = {"bf16": (8, -126, 2.0 ** -8), "f16": (11, -14, 2.0 ** -11), "f32": (24, -126, 2.0 ** -24)}
+
+
+def ulp(x, fmt: str) -> np.ndarray:
+    """Spacing of format ``fmt`` at |x| (the subnormal spacing below the normal range), float64."""
+    p, emin, _ = FORMATS[fmt]
+    x = np.abs(np.asarray(x, np.float64))
+    _, e = np.frexp(np.where(np.isfinite(x), x, 0.0))       # x = m * 2**e, m in [0.5, 1)
+    e = np.where(x > 0, e - 1, emin)
+    return np.ldexp(1.0, np.maximum(e, emin) - (p - 1))
+
+
 def to_bf16(x) -> np.ndarray:
     """Round to bf16 (round to nearest even), as an ml_dtypes bfloat16 array."""
     return np.asarray(x, dtype=np.float32).astype(bfloat16)
@@ -38,12 +51,18 @@ def bfp16_step(x: np.ndarray, axis: int) -> np.ndarray:
     return np.where(bmax > 0, np.exp2(exp - (BFP16_MANTISSA_BITS - 2)), 0.0).astype(np.float32)
 
 
-def quantize_bfp16(x: np.ndarray, axis: int) -> np.ndarray:
+# How a block's mantissas are rounded: the AIE conversion follows the core's rounding mode, which
+# IRON's GEMM kernel sets to conv_even (ties to even) unless built with round_conv_even=False,
+# which leaves floor.
+BLOCK_ROUNDINGS = {"nearest-even": np.rint, "floor": np.floor}
+
+
+def quantize_bfp16(x: np.ndarray, axis: int, rounding: str = "nearest-even") -> np.ndarray:
     """Quantize to bfp16 along ``axis`` (blocks of 8 sharing the largest exponent), back as float32."""
     blocks, n = _block_view(x, axis)
     step = bfp16_step(x, axis)[..., None]
     safe = np.where(step > 0, step, 1.0)
     lo, hi = -(2 ** (BFP16_MANTISSA_BITS - 1)), 2 ** (BFP16_MANTISSA_BITS - 1) - 1
-    q = np.clip(np.rint(blocks / safe), lo, hi) * step
+    q = np.clip(BLOCK_ROUNDINGS[rounding](blocks / safe), lo, hi) * step
     q = q.reshape(q.shape[:-2] + (-1,))[..., :n]
     return np.ascontiguousarray(np.moveaxis(q.astype(np.float32), -1, axis))

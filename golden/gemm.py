@@ -2,11 +2,15 @@
 
 C = A @ B with A (M, K) and B (K, N) in bf16. With partition_N = P the N columns are split into P
 equal parts; part i is columns [i*N/P, (i+1)*N/P). The reference is computed by torch from the
-already-rounded bf16 values, in float64 when cheap and float32 otherwise.
+already-rounded bf16 values, in float64 when cheap and float32 otherwise. With bfp16 emulation
+``expected`` first quantizes A and B to bfp16 the way the device does (blocks of 8 along K,
+mantissas rounded as ``BLOCK_ROUNDING`` says), so only the accumulation order and the output
+rounding remain to be allowed for (golden/tolerance.py).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Optional
 
 import numpy as np
 import torch
@@ -14,7 +18,7 @@ import torch
 from golden import inputs as gen
 from golden import tolerance
 from golden.case import Case
-from golden.dtypes import to_bf16
+from golden.dtypes import quantize_bfp16, to_bf16
 
 OP = "gemm_partition_n"
 MIN_CORR = 0.99     # seed 000's per-partition check
@@ -41,7 +45,7 @@ class GemmConfig:
         b = "T" if self.b_col_maj else "F"
         c = "T" if self.c_col_maj else "F"
         return (f"M{self.M}-K{self.K}-N{self.N}-m{self.tile_m}-k{self.tile_k}-n{self.tile_n}"
-                f"-c{self.num_aie_columns}-b{b}-c{c}-P{self.partition_N}")
+                f"-c{self.num_aie_columns}-b{b}-c{c}-P{self.partition_N}" + ("" if self.emulate_bfp16 else "-bf16"))
 
     @property
     def n_part(self) -> int:
@@ -91,16 +95,49 @@ def standalone_inputs(inputs: dict[str, np.ndarray], cfg: GemmConfig, part: int)
     return {"A": inputs["A"], "B": np.ascontiguousarray(inputs["B"][:, cols])}
 
 
-def reference(inputs: dict[str, np.ndarray]) -> np.ndarray:
+# The bfp16 block mantissas round as the AIE core's rounding mode says; IRON's GEMM sets conv_even
+# (to nearest, ties to even) before its bf16 mmul unless built with round_conv_even=False, which
+# leaves floor (amd/IRON iron/operators/gemm/op.py ``round_conv_even`` default True; its
+# aie_kernels mm.cc ``set_rounding(round_mode)``). ``None``: the rounding is not known, so the
+# reference stays unquantized and the quantization error is allowed for as noise (wide).
+BLOCK_ROUNDING = "nearest-even"
+_QUANTIZE_COLUMNS = 8192            # B is quantized in column slices to bound peak memory
+
+
+def device_inputs(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig],
+                  block_rounding: Optional[str]) -> tuple[np.ndarray, np.ndarray]:
+    """A and B as the device multiplies them: bfp16-quantized along K when the config emulates
+    bfp16 and the block rounding is given, else the bf16 inputs themselves."""
     a, b = inputs["A"], inputs["B"]
+    if cfg is None or not cfg.emulate_bfp16 or block_rounding is None:
+        return a, b
+    bq = np.empty_like(b)
+    for c0 in range(0, b.shape[1], _QUANTIZE_COLUMNS):
+        bq[:, c0:c0 + _QUANTIZE_COLUMNS] = quantize_bfp16(b[:, c0:c0 + _QUANTIZE_COLUMNS], 0, block_rounding)
+    return quantize_bfp16(a, 1, block_rounding), bq
+
+
+def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
+             block_rounding: Optional[str] = BLOCK_ROUNDING) -> tuple[np.ndarray, tolerance.ErrorModel]:
+    """The reference and its error model, with the device's bfp16 quantization applied."""
+    ref = reference(inputs, cfg, block_rounding)
+    return ref, tolerance_for(inputs, ref, cfg, block_rounding)
+
+
+def reference(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig] = None,
+              block_rounding: Optional[str] = None) -> np.ndarray:
+    a, b = device_inputs(inputs, cfg, block_rounding)
     macs = a.shape[0] * a.shape[1] * b.shape[1]
     dtype = torch.float64 if macs <= _F64_REFERENCE_MACS else torch.float32
     c = torch.from_numpy(a).to(dtype) @ torch.from_numpy(b).to(dtype)
     return c.to(torch.float32).numpy()
 
 
-def tolerance_for(inputs: dict[str, np.ndarray], ref: np.ndarray, cfg: GemmConfig) -> np.ndarray:
-    return tolerance.gemm_bfp16(inputs["A"], inputs["B"], ref, bfp16=cfg.emulate_bfp16)
+def tolerance_for(inputs: dict[str, np.ndarray], ref: np.ndarray, cfg: GemmConfig,
+                  block_rounding: Optional[str] = None) -> tolerance.ErrorModel:
+    """The error model of a reference made with the same ``block_rounding`` (None: unquantized)."""
+    a, b = device_inputs(inputs, cfg, block_rounding)
+    return tolerance.gemm_bfp16(a, b, ref, bfp16=cfg.emulate_bfp16, quantized=block_rounding is not None)
 
 
 def partition(x: np.ndarray, cfg: GemmConfig, part: int) -> np.ndarray:
@@ -124,3 +161,8 @@ LLAMA_VOCAB = GemmConfig(2048, 2048, 128256, 64, 64, 64, 8, True, False, 4)
 # The vocab projection's structure at a size for every run: N/partition_N (1002) is not a multiple
 # of tile_n * columns, so each partition is padded, as 32064 -> 32256 is for Llama.
 VOCAB_MINI = GemmConfig(256, 512, 4008, 64, 64, 64, 8, True, False, 4)
+# The same operator without bfp16 emulation (IRON's emulate_bf16_mmul_with_bfp16 off): what a
+# compiler that computes bf16 x bf16 exactly in f32 (IREE) runs, on the seed's P4 shapes.
+# M64-K128-N256-P4 is small enough for a simulator's default run.
+BF16_CONFIGS = [replace(c, emulate_bfp16=False) for c in (CI_CONFIGS[7], CI_CONFIGS[1], VOCAB_MINI)] + [
+    GemmConfig(64, 128, 256, 16, 64, 64, 4, True, False, 4, emulate_bfp16=False)]

@@ -27,6 +27,11 @@ Two input modes:
     sqrt(K)*u*S (random-walk rounding), so the bound is ~sqrt(K) looser than what is seen, yet
     still about 2**8/sqrt(K) tighter than a device that accumulates in bf16 would need, and a
     wrong tile (errors of order |ref|) is far outside it.
+
+    Statistical check (golden/tolerance.py ``ErrorModel``, kind ``accumulation``): the bound
+    counts about K+1 roundings (K-1 additions, the products where they round, the reference's
+    one rounding), each within u*S; rounded to nearest they are zero-mean and independent, so
+    the error's sigma is at most tol/sqrt(K+1). int mode has no rounding at all: bit for bit.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ from ml_dtypes import bfloat16
 from golden import inputs as gen
 from golden.case import Case
 from golden.dtypes import F32_UNIT_ROUNDOFF, to_bf16
+from golden.tolerance import ErrorModel, exact_model
 
 OP = "matmul"
 MODES = ("int", "normal")
@@ -134,10 +140,11 @@ def gamma(n: int, u: float = F32_UNIT_ROUNDOFF) -> float:
     return n * u / (1.0 - n * u)
 
 
-def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, mode: str) -> np.ndarray:
-    """Per-element allowed |got - ref| (float32 (M, N)); zero in int mode. See the module docstring."""
+def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, mode: str) -> ErrorModel:
+    """Error model: per-element allowed |got - ref| (float32 (M, N)), zero in int mode, and the
+    statistical check's assumptions. See the module docstring."""
     if mode == "int":
-        return np.zeros(ref.shape, np.float32)
+        return exact_model(ref.shape, "exact: small-integer inputs, compared bit for bit")
     a = np.abs(np.asarray(inputs["lhs"], np.float32))
     b = np.abs(np.asarray(inputs["rhs"], np.float32))
     K = a.shape[1]
@@ -146,10 +153,10 @@ def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, mode: str) -> np.n
     tol = (g + gamma(K, _F64_UNIT_ROUNDOFF)) * s / (1.0 - g)
     tol += F32_UNIT_ROUNDOFF / (1.0 - F32_UNIT_ROUNDOFF) * np.abs(ref.astype(np.float64))
     # Rounded up to f32 so that storing the allowance never shrinks it.
-    return np.nextafter(tol.astype(np.float32), np.float32(np.inf))
+    return ErrorModel(np.nextafter(tol.astype(np.float32), np.float32(np.inf)), "accumulation", k=K + 1)
 
 
-def expected(case: Case, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def expected(case: Case, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ErrorModel]:
     mode = case.params["mode"]
     ref = reference(inputs, mode)
     return ref, tolerance(inputs, ref, mode)

@@ -34,6 +34,11 @@ subnormal range the error is at most half the subnormal spacing, 2**-150 (f32), 
 ``loaded`` variant copies values, so its error is 0, within the same bound. Outside the valid
 region the tile must hold the pad value exactly: allowance 0 (and an infinite pad compares
 equal only to the same infinity). The inputs stay far from overflow (|g|, |s| < 8).
+
+Statistical check (``error_model``, golden/tolerance.py kind ``rounding``): the one rounding to
+nearest of each product has mean 0 and |error| <= half an ulp of the tile dtype, so over the
+valid region the mean error must be about 0 and the rms error at most half an ulp; the padded
+region is exact and carries no statistics.
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ from ml_dtypes import bfloat16
 from golden import inputs as gen
 from golden.case import Case
 from golden.compare import Census, Mismatch, census
+from golden.tolerance import ErrorModel
 
 OP = "rowexpandmul_fillpad"
 
@@ -208,6 +214,11 @@ def tolerance_for(ref: np.ndarray, cfg: TileConfig) -> np.ndarray:
     return tol
 
 
+def error_model(ref: np.ndarray, cfg: TileConfig) -> ErrorModel:
+    """``tolerance_for`` with the statistics of one rounding to nearest in the tile dtype."""
+    return ErrorModel(tolerance_for(ref, cfg), "rounding", dtype=cfg.dtype)
+
+
 # --- the tile census ---------------------------------------------------------------------------
 
 def _where(mask: np.ndarray) -> str:
@@ -275,9 +286,10 @@ class TileMismatch(Mismatch):
 
 def assert_tile_close(got: np.ndarray, ref: np.ndarray, cfg: TileConfig, name: str = "out") -> Census:
     """The whole tile against the reference, with the tile census when it is not close."""
-    tol = tolerance_for(ref, cfg)
+    model = error_model(ref, cfg)
+    tol = model.tol
     g = np.asarray(got)
-    c = census(g, ref, tol=tol, name=name)
+    c = census(g, ref, tol=model, name=name)
     if not c.ok:
         findings = [] if c.shape_error else tile_findings(got, ref, tol, cfg)
         raise TileMismatch(c, findings, {"got": g, "expected": ref, "tol": tol})

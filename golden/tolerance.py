@@ -1,4 +1,5 @@
-"""Error models: how far a correct device result may lie from the reference, per element.
+"""Error models: how far a correct device result may lie from the reference, per element and
+over a whole output.
 
 GEMM on an AIE with bf16 inputs, optional bfp16 emulation, f32 accumulation, bf16 output
 (``gemm_bfp16``). Let a, b be the bf16 inputs the reference also uses, and s_a, s_b the bfp16
@@ -17,14 +18,115 @@ step 2**(E-6) of each element's block of 8 along K (0 without bfp16 emulation).
 So tol = e + 2**-8 * (|ref| + e), e = min(z*sqrt(V), W) + 2*gamma_K*sum|a||b|. Since s is constant
 over a block, every sum over K is a matmul over K/8 blocks of block maxima and block sums, which
 keeps the model an eighth of the cost of the GEMM itself. The block maximum bounds |a| and |b|.
+
+With the device's quantization applied to the reference's inputs too (``quantize=True``: the
+reference is a_q @ b_q) term 1 is gone and only 2 and 3 remain: about one output ulp.
+
+The statistical check (``ErrorModel``, used by golden/compare.py) looks at all elements of an
+output at once. The model splits each element's error e into a zero-mean part (roundings to
+nearest: each one independent, mean 0, |d| <= its bound) with standard deviation <= sigma, and a
+part with no promised mean (library functions held only to an ulp bound), |mean| <= mu. In units
+w (the output ulp where output rounding is the model, else sigma), with z = e/w, N elements,
+L = ln(2/p), p = P_FALSE_ALARM:
+
+bias: Bernstein, P(|sum z - E sum z| >= t) <= 2exp(-t**2 / (2(V + Mt/3))), V = sum var z, M = max |z - Ez|;
+    so |sum z| <= sum mu/w + t with t = LM/3 + sqrt((LM/3)**2 + 2LV) fails a correct device with p at most.
+spread: W = sum z**2 has E W <= sum (sigma**2 + mu**2)/w**2 and, as 0 <= z**2 <= B = (tol/w)**2, var W <= B E W;
+    one-sided Bernstein with L = ln(1/p): W <= E W + LB/3 + sqrt((LB/3)**2 + 2L B E W) fails with p at most.
+
+Both are checked on the signed error (``bias``) and on sign(reference) * error (``magnitude
+bias``, what truncation and a gain error move). Where errors of a row share a term (LayerNorm's
+mean and rsqrt), a row is one unit of the sum: V = sum_rows (sum sigma/w)**2, M and B per row.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from golden.dtypes import BF16_UNIT_ROUNDOFF, BFP16_BLOCK, F32_UNIT_ROUNDOFF, _block_view, bfp16_step
+import math
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from golden.dtypes import (BF16_UNIT_ROUNDOFF, BFP16_BLOCK, F32_UNIT_ROUNDOFF, FORMATS, _block_view,
+                           bfp16_step, ulp)
 
 Z_SIGMA = 8.0
+
+# Each statistic fails a correct device with probability at most 1e-8 (Bernstein). A compared
+# output has three (bias, magnitude bias, spread): at most 3e-8; the largest default case (GEMM
+# forward and 4 partitions, or mean_var's 2 outputs) at most 1.5e-7, below 1e-6 per case.
+P_FALSE_ALARM = 1e-8
+# What the model does not promise about a rounding's mean: rounding to nearest is unbiased only
+# for values spread evenly within one ulp; a density that changes by a factor rho across one ulp
+# moves the mean by rho/12 ulp. rho <= 1/4 for every input class here (values >> 4 ulp apart from
+# their own density's scale), so 1/48 ulp, rounded up to 1/32 of the zero-mean part's sigma.
+MEAN_RESOLUTION = 1.0 / 32
+
+
+@dataclass
+class ErrorModel:
+    """A per-element allowance ``tol`` and what the model predicts for the error's distribution.
+
+    kind ``rounding``: the error is the output's one rounding to nearest in ``dtype`` (sigma =
+    half an ulp, which holds for ties too) plus ``tol``'s remainder over u_out*|ref|, a sum of
+    ``k`` roundings (sigma = remainder/sqrt(k)); reported in output ulps, or in tol/4 where that
+    is larger (near 0 the accumulation term dominates: z stays within 4, so M <= 4, B <= 16).
+    kind ``accumulation``: ``tol`` bounds a sum of ``k`` independent zero-mean roundings, each
+    within tol/k, so sigma = tol/sqrt(k); ``lib`` is the part of ``tol`` from library functions
+    (no promised mean). Reported in units of sigma.
+    kind None: no statistical check; ``why_not`` says why.
+    """
+    tol: np.ndarray
+    kind: Optional[str] = None
+    dtype: str = "f32"
+    k: float = 1.0
+    lib: Optional[np.ndarray] = None
+    rows_correlated: bool = False
+    why_not: str = ""
+
+    def __post_init__(self):
+        self.tol = np.asarray(self.tol)
+        if self.lib is not None:
+            self.lib = np.broadcast_to(np.asarray(self.lib), self.tol.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.tol, dtype)
+
+    @property
+    def shape(self) -> tuple:
+        return self.tol.shape
+
+    def __getitem__(self, index) -> "ErrorModel":
+        return replace(self, tol=self.tol[index], lib=None if self.lib is None else self.lib[index])
+
+    def moments(self, tol: np.ndarray, ref: np.ndarray, lib: Optional[np.ndarray] = None):
+        """(unit w, sigma, mu) per element for a chunk of ``tol`` and the reference (float64)."""
+        tol = np.asarray(tol, np.float64)
+        if self.kind == "rounding":
+            u_out = FORMATS[self.dtype][2]
+            w = np.maximum(ulp(ref, self.dtype), tol / 4)
+            rest = np.maximum(tol - u_out * np.abs(ref), 0.0) / (1.0 + u_out)
+            sigma = ulp(ref, self.dtype) / 2 + rest / math.sqrt(self.k)
+        else:
+            lib = np.zeros_like(tol) if lib is None else np.asarray(lib, np.float64)
+            sigma = np.maximum(tol - lib, 0.0) / math.sqrt(self.k)
+            w = sigma
+        mu = MEAN_RESOLUTION * sigma + (0.0 if lib is None or self.kind == "rounding" else lib)
+        return w, sigma, mu
+
+    @property
+    def unit_name(self) -> str:
+        return "ulp" if self.kind == "rounding" else "sigma"
+
+
+def exact_model(shape, why: str = "exact: compared bit for bit") -> ErrorModel:
+    return ErrorModel(np.zeros(shape), None, why_not=why)
+
+
+def bernstein(variance: float, bound: float, p: float = P_FALSE_ALARM, two_sided: bool = True) -> float:
+    """The t with P(S - ES >= t) <= p for a sum S of independent terms (see the docstring)."""
+    L = math.log((2.0 if two_sided else 1.0) / p)
+    a = L * bound / 3.0
+    return a + math.sqrt(a * a + 2.0 * L * max(variance, 0.0))
 
 
 def gamma(n: int, u: float = F32_UNIT_ROUNDOFF) -> float:
@@ -37,11 +139,14 @@ def _block_stats(x: np.ndarray, axis: int):
     return np.max(np.abs(blocks), axis=-1), np.sum(blocks * blocks, axis=-1), bfp16_step(x, axis)
 
 
-def gemm_bfp16(a: np.ndarray, b: np.ndarray, ref: np.ndarray, *, bfp16: bool,
-               out_unit_roundoff: float = BF16_UNIT_ROUNDOFF, z: float = Z_SIGMA) -> np.ndarray:
-    """Per-element allowance for C = a @ b computed as the module docstring describes.
+def gemm_bfp16(a: np.ndarray, b: np.ndarray, ref: np.ndarray, *, bfp16: bool, quantized: bool = False,
+               out_unit_roundoff: float = BF16_UNIT_ROUNDOFF, z: float = Z_SIGMA) -> ErrorModel:
+    """Error model of C = a @ b as the module docstring describes.
 
-    a: (M, K), b: (K, N), ref: (M, N) reference; returns float32 (M, N).
+    a: (M, K), b: (K, N) the reference's inputs, ref: (M, N) reference; ``quantized``: a and b
+    are already the device's bfp16 values, so term 1 does not apply. The statistical check
+    needs independent elements: without ``quantized`` one input's quantization error reaches a
+    whole row or column of C, so only the per-element bound applies then.
     """
     a = np.asarray(a, np.float32)
     b = np.asarray(b, np.float32)
@@ -54,8 +159,12 @@ def gemm_bfp16(a: np.ndarray, b: np.ndarray, ref: np.ndarray, *, bfp16: bool,
     ha, hb = sa / 2, sb / 2
     absprod = BFP16_BLOCK * ((amax + ha) @ (bmax + hb).T)          # bounds sum |a_q||b_q| over K
     e = 2 * gamma(K) * absprod
-    if bfp16:
+    if bfp16 and not quantized:
         worst = BFP16_BLOCK * (ha @ bmax.T + amax @ hb.T + ha @ hb.T)
         var = (sa * sa / 12) @ bsq.T + asq @ (sb * sb / 12).T
         e = e + np.minimum(z * np.sqrt(var), worst)
-    return (e + out_unit_roundoff * (np.abs(ref) + e)).astype(np.float32)
+    tol = (e + out_unit_roundoff * (np.abs(ref) + e)).astype(np.float32)
+    if bfp16 and not quantized:
+        return ErrorModel(tol, None, why_not="bfp16 quantization not applied to the reference: one input's "
+                          "quantization error is shared by a whole row of C, so elements are not independent")
+    return ErrorModel(tol, "rounding", dtype="bf16", k=2 * K)

@@ -10,7 +10,17 @@ A file per backend (the file name is the backend id) holds ``[[expect]]`` entrie
 
 ``test`` is matched against the *test key*, the node id without the backend parameter (see
 hardware.merge.test_key). In it ``*`` matches any run of characters and ``{a,b}`` either
-alternative; everything else, brackets included, is literal, so a node id pastes in as it is.
+alternative; everything else, brackets included, is literal, so a node id pastes in as it is
+(hardware/globs.py: linear-time matching, patterns of bounded length).
+
+An entry may also say for which versions and device generations it holds (hardware/version_range.py)::
+
+    versions = { qemu = "<8.1" }        # keys of the versions each result records
+    devices = ["Krackan"]               # a Krackan-only bug is not a Phoenix bug
+
+Such an entry is decided per case once the backend's versions are known (at set-up); where it
+does not hold the case runs plainly. An entry whose range matched none of the versions seen is
+*stale*, reported with those versions (in a run, and by ``... expectations stale RESULTS.json``).
 
 In a run (the pytest plugin part):
 - an expected FAIL / COMPILE_ERROR that happens is XFAIL; if the case passes it is XPASS, which
@@ -23,56 +33,36 @@ In a run (the pytest plugin part):
 - ``--ignore-expectations`` runs everything plainly.
 
 Upkeep: ``python -m hardware expectations update reports/results.json [--apply]`` prints the
-sorted, minimal diff that makes the files agree with a run; ``... check`` validates the files.
-The files are kept in the canonical form the update command writes (entries sorted by ``test``),
-so its diffs never carry unrelated noise.
+sorted, minimal diff that makes the files agree with a run and applies it with tomlkit, so
+comments stay where they are; ``... check`` validates the files and that entries are sorted by
+``test`` (comments between entries are welcome).
 """
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
-import re
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
 import pytest
 
-from hardware import verdicts
+from hardware import schemas, strict_json, verdicts
+from hardware.globs import Glob, PatternError
 from hardware.merge import test_key
+from hardware.version_range import Conditions, RangeError
 
 EXPECTABLE = (verdicts.FAIL, verdicts.COMPILE_ERROR, verdicts.HANG, verdicts.CRASH)
 NOT_ATTEMPTED = (verdicts.HANG, verdicts.CRASH)
 _KEYS = ("test", "verdict", "reason", "issue")
+_OPTIONAL = ("versions", "devices")
 DEFAULT_DIR = "expectations"
 
 
 class ExpectationsError(ValueError):
     pass
-
-
-def compile_pattern(pattern: str) -> re.Pattern:
-    """``*`` -> any run of characters, ``{a,b}`` -> a or b; all else literal."""
-    out, i = [], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "*":
-            out.append(".*")
-        elif ch == "{":
-            end = pattern.find("}", i)
-            if end < 0:
-                raise ValueError(f"unclosed '{{' at position {i}")
-            alts = pattern[i + 1:end].split(",")
-            out.append("(?:" + "|".join(re.escape(a) for a in alts) + ")")
-            i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 @dataclass
@@ -83,15 +73,16 @@ class Entry:
     reason: str
     issue: str
     file: str = ""
-    regex: re.Pattern = field(default=None, repr=False, compare=False)
+    conditions: Conditions = field(default_factory=Conditions)
+    glob: Glob = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
-        if self.regex is None:
-            self.regex = compile_pattern(self.test)
+        if self.glob is None:
+            self.glob = Glob(self.test)
 
     @property
     def exact(self) -> bool:
-        return "*" not in self.test and "{" not in self.test
+        return self.glob.literal
 
     @property
     def module(self) -> str:
@@ -100,11 +91,17 @@ class Entry:
         return "" if ("*" in path or "{" in path) else path
 
     def matches(self, key: str) -> bool:
-        return bool(self.regex.match(key))
+        return self.glob.match(key)
+
+    def holds(self, versions: Optional[dict], device: Optional[str] = None) -> tuple[bool, str]:
+        """Does the entry hold for a case with these recorded versions (None: not known yet)?"""
+        if not self.conditions or versions is None:
+            return True, ""
+        return self.conditions.check(versions, device)
 
     def to_json(self) -> dict:
         return {"backend": self.backend, "test": self.test, "verdict": self.verdict,
-                "reason": self.reason, "issue": self.issue, "file": self.file}
+                "reason": self.reason, "issue": self.issue, "file": self.file, **self.conditions.to_json()}
 
 
 class Expectations:
@@ -119,11 +116,16 @@ class Expectations:
         own = [e for e in self.entries if e.backend == backend]
         return sorted(own, key=lambda e: (not e.exact, e.test))
 
-    def match(self, backend: Optional[str], key: str) -> Optional[Entry]:
-        if not backend:
-            return None
-        for e in self.for_backend(backend):
-            if e.matches(key):
+    def candidates(self, backend: Optional[str], key: str) -> list[Entry]:
+        """Every entry whose pattern matches, most specific first (conditions not yet asked)."""
+        return [e for e in self.for_backend(backend) if e.matches(key)] if backend else []
+
+    def match(self, backend: Optional[str], key: str, versions: Optional[dict] = None,
+              device: Optional[str] = None) -> Optional[Entry]:
+        """The entry for a case: the most specific whose pattern matches and that holds for the
+        case's versions (when they are given)."""
+        for e in self.candidates(backend, key):
+            if e.holds(versions, device)[0]:
                 return e
         return None
 
@@ -152,13 +154,8 @@ def load_file(path: Path, known_backends: Optional[Iterable[str]] = None) -> tup
     if known_backends is not None and backend not in set(known_backends):
         raise ExpectationsError(f"{path}: no backend {backend!r} (the file name must be a backend id: "
                                 f"{', '.join(sorted(known_backends))})")
-    try:
-        text = path.read_text()
-        doc = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExpectationsError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ExpectationsError(f"{path}: not valid TOML: {exc}") from None
+    doc = schemas.load_toml(path, "expectations", ExpectationsError)   # hardware/schemas/expectations.schema.json
+    text = path.read_text()
     extra = set(doc) - {"expect"}
     if extra:
         raise ExpectationsError(f"{path}: unknown top-level key(s) {', '.join(sorted(extra))}; "
@@ -173,10 +170,10 @@ def load_file(path: Path, known_backends: Optional[Iterable[str]] = None) -> tup
             where += f" (test = {item['test']!r})"
         if not isinstance(item, dict):
             raise ExpectationsError(f"{where}: not a table")
-        unknown = set(item) - set(_KEYS)
+        unknown = set(item) - set(_KEYS) - set(_OPTIONAL)
         if unknown:
             raise ExpectationsError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                                    f"keys are {', '.join(_KEYS)}")
+                                    f"keys are {', '.join(_KEYS + _OPTIONAL)}")
         for key in _KEYS:
             if not isinstance(item.get(key), str) or not item[key].strip():
                 raise ExpectationsError(f"{where}: '{key}' is missing or empty")
@@ -186,8 +183,13 @@ def load_file(path: Path, known_backends: Optional[Iterable[str]] = None) -> tup
             raise ExpectationsError(f"{where}: the same test pattern as entry {seen[item['test']]}")
         seen[item["test"]] = n
         try:
-            entries.append(Entry(backend, item["test"], item["verdict"], item["reason"], item["issue"], str(path)))
-        except ValueError as exc:
+            conditions = Conditions.parse(item.get("versions"), item.get("devices"))
+        except RangeError as exc:
+            raise ExpectationsError(f"{where}: {exc}") from None
+        try:
+            entries.append(Entry(backend, item["test"], item["verdict"], item["reason"], item["issue"], str(path),
+                                 conditions))
+        except PatternError as exc:
             raise ExpectationsError(f"{where}: bad test pattern: {exc}") from None
     return entries, _header(text)
 
@@ -213,168 +215,36 @@ def _toml_string(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+def entry_text(e: Entry) -> str:
+    """One ``[[expect]]`` table as the update command writes it."""
+    lines = [f"{k} = {_toml_string(getattr(e, k))}" for k in _KEYS]
+    if e.conditions.versions:
+        lines.append("versions = { " + ", ".join(f"{_toml_string(k)} = {_toml_string(v)}"
+                                                 for k, v in e.conditions.versions.items()) + " }")
+    if e.conditions.devices:
+        lines.append("devices = [" + ", ".join(_toml_string(d) for d in e.conditions.devices) + "]")
+    return "[[expect]]\n" + "\n".join(lines) + "\n"
+
+
 def render(entries: Iterable[Entry], header: str = "") -> str:
-    """The canonical text of one backend's file: header comments, then entries sorted by test."""
+    """The text of a new backend file: header comments, then entries sorted by test."""
     parts = [header.rstrip() + "\n"] if header.strip() else []
     for e in sorted(entries, key=lambda e: e.test):
-        parts.append("\n[[expect]]\n" + "".join(f"{k} = {_toml_string(getattr(e, k))}\n" for k in _KEYS))
+        parts.append("\n" + entry_text(e))
     return "".join(parts).lstrip("\n")
 
 
-# --- the update command ----------------------------------------------------------------------
-
-_PASSED = (verdicts.PASS, verdicts.XPASS)
-_UNKNOWN = (verdicts.SKIP, verdicts.INTERRUPTED, None)
-
-
-def _first_line(text: str, limit: int = 140) -> str:
-    for line in (text or "").splitlines():
-        if line.strip():
-            return line.strip()[:limit]
-    return ""
-
-
-def propose(exp: Expectations, data: dict, prune_stale: bool = False) -> tuple[dict[str, list[Entry]], list[str]]:
-    """What each backend's entries should be for the run in ``data``; returns (entries, notes)."""
-    notes: list[str] = []
-    cases_by_backend: dict[str, list[tuple[str, dict]]] = {}
-    for c in data["cases"]:
-        if c.get("backend"):
-            cases_by_backend.setdefault(c["backend"], []).append((test_key(c["nodeid"], c["backend"]), c))
-    new: dict[str, list[Entry]] = {b: list(exp.for_backend(b)) for b in exp.backends}
-    for backend, cases in sorted(cases_by_backend.items()):
-        entries = exp.for_backend(backend)
-        matched: dict[int, list[tuple[str, dict]]] = {id(e): [] for e in entries}
-        unlisted: list[tuple[str, dict]] = []
-        for key, c in cases:
-            e = exp.match(backend, key)
-            if e is not None:
-                matched[id(e)].append((key, c))
-            elif c["verdict"] in EXPECTABLE:
-                unlisted.append((key, c))
-        kept: list[Entry] = []
-        modules = {k.split("::", 1)[0] for k, _ in cases}
-        for e in entries:
-            hits = matched[id(e)]
-            if not hits:
-                if prune_stale and (e.module in modules):
-                    notes.append(f"{backend}: removed stale entry {e.test!r} (matches no case of its file in this run)")
-                    continue
-                kept.append(e)
-                continue
-            wanted: dict[str, Optional[str]] = {}     # key -> verdict this run asks for (None: no entry)
-            for key, c in hits:
-                v = c["verdict"]
-                if v in _PASSED:
-                    wanted[key] = None
-                elif v in EXPECTABLE:
-                    wanted[key] = v
-                else:                                   # XFAIL, SKIP, interrupted: nothing learned
-                    wanted[key] = e.verdict
-            values = set(wanted.values())
-            if values == {e.verdict}:
-                kept.append(e)
-            elif values == {None}:
-                notes.append(f"{backend}: {e.test!r} passed in every case it matches ({len(hits)}): bug fixed? "
-                             f"({e.issue})")
-            elif None not in values and len(values) == 1:
-                (v,) = values
-                notes.append(f"{backend}: {e.test!r} is now {v}, was {e.verdict}")
-                kept.append(Entry(backend, e.test, v, e.reason, e.issue, e.file))
-            else:
-                notes.append(f"{backend}: {e.test!r} split into exact ids ({len(hits)} cases disagree)")
-                for key, v in sorted(wanted.items()):
-                    if v is not None:
-                        kept.append(Entry(backend, key, v, e.reason, e.issue, e.file))
-        for key, c in sorted(unlisted, key=lambda kc: kc[0]):
-            if any(k.test == key for k in kept):
-                continue
-            kept.append(Entry(backend, key, c["verdict"],
-                              "TODO: " + (_first_line(c.get("message")) or f"{c['verdict']} at {c.get('stage')}"),
-                              "TODO: link the upstream issue"))
-            notes.append(f"{backend}: new {c['verdict']} {key}")
-        new[backend] = kept
-    return new, notes
-
-
-def diff(exp: Expectations, proposed: dict[str, list[Entry]], directory: Path) -> dict[Path, tuple[str, str]]:
-    """{file: (old text, new text)} for every file whose canonical text would change."""
-    changed = {}
-    for backend, entries in sorted(proposed.items()):
-        path = Path(directory) / f"{backend}.toml"
-        old = path.read_text() if path.exists() else ""
-        header = exp.headers.get(backend, f"# Known bugs on {backend}: see hardware/expectations.py for the format.")
-        new = render(entries, header) if entries or path.exists() else ""
-        if new != old:
-            changed[path] = (old, new)
-    return changed
-
-
-def _unified(path: Path, old: str, new: str) -> str:
-    name = path.as_posix()
-    a, b = (name, name) if path.is_absolute() else (f"a/{name}", f"b/{name}")
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), a if old else "/dev/null", b))
-
-
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hardware expectations",
-                                description="Known-bug expectation files: check them, or update them from a run.")
-    sub = p.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("update", help="print (or --apply) the change that makes the files match a run; "
-                                       "exit 1 when there is one")
-    up.add_argument("results", help="a results.json")
-    up.add_argument("--apply", action="store_true", help="write the change (atomically)")
-    up.add_argument("--prune-stale", action="store_true",
-                    help="also remove entries that match no case of a test file that ran")
-    up.add_argument("--dir", default=DEFAULT_DIR, help="expectations directory (default: %(default)s)")
-    ck = sub.add_parser("check", help="validate the files and that they are in canonical form")
-    ck.add_argument("--dir", default=DEFAULT_DIR, help="expectations directory (default: %(default)s)")
-    args = p.parse_args(argv)
-    from hardware import results
-    directory = Path(args.dir)
-    try:
-        exp = load_dir(directory) if directory.exists() else Expectations(directory=directory)
-    except ExpectationsError as exc:
-        print(f"expectations: {exc}", file=sys.stderr)
-        return 2
-    if args.command == "check":
-        bad = 0
-        for backend in exp.backends:
-            path = directory / f"{backend}.toml"
-            want = render(exp.for_backend(backend), exp.headers.get(backend, ""))
-            if path.read_text() != want:
-                bad += 1
-                print(f"{path}: not in canonical form (sorted by test); the fix:")
-                print(_unified(path, path.read_text(), want), end="")
-        n = len(exp.entries)
-        print(f"{n} entr{'y' if n == 1 else 'ies'} in {len(exp.backends)} file(s): "
-              + ("ok" if not bad else f"{bad} file(s) not canonical"))
-        return 1 if bad else 0
-    try:
-        data = results.load(Path(args.results))
-    except results.ResultsError as exc:
-        print(f"expectations update: {exc}", file=sys.stderr)
-        return 2
-    proposed, notes = propose(exp, data, prune_stale=args.prune_stale)
-    changes = diff(exp, proposed, directory)
-    for note in notes:
-        print(f"# {note}")
-    if not changes:
-        print("# the expectation files already match this run")
-        return 0
-    for path, (old, new) in changes.items():
-        print(_unified(path, old, new), end="")
-        if args.apply:
-            results.write_atomic(path, new)
-    if args.apply:
-        print(f"# applied to {len(changes)} file(s)")
-        return 0
-    return 1
+    """``python -m hardware expectations check | update | stale`` (hardware/expectations_update.py)."""
+    from hardware.expectations_update import main as run
+    return run(argv)
 
 
 # --- the pytest plugin part ------------------------------------------------------------------
 
 _ENTRY = pytest.StashKey[Entry]()
+_HELD_WHY = pytest.StashKey[str]()
+_NOT_HELD = pytest.StashKey[list]()
 _OUTCOME = pytest.StashKey[dict]()
 _DONE = pytest.StashKey[bool]()
 
@@ -393,6 +263,8 @@ def pytest_configure(config):
     config._accel_exp = None
     config._accel_exp_matched = set()
     config._accel_exp_collected = set()     # "module::function" of every collected or deselected test
+    config._accel_exp_held = set()          # (backend, test) of conditional entries that held for a case
+    config._accel_exp_seen = {}             # (backend, test) -> versions seen where they did not hold
     if config.getoption("ignore_expectations"):
         return
     given = config.getoption("expectations")
@@ -422,6 +294,24 @@ def _raises(verdict: str):
             verdicts.HANG: Hang, verdicts.CRASH: Crash}[verdict]
 
 
+_CANDIDATES = pytest.StashKey[list]()
+
+
+def _apply(item, entry: Entry, backend: str, now: bool = False) -> None:
+    """Expect ``entry``'s verdict of ``item``: skip a known hang / crash, else a strict xfail.
+    ``now``: at set-up (a skip must be raised; an xfail mark added then is still read)."""
+    item.stash[_ENTRY] = entry
+    where = f"{entry.reason} ({entry.issue}; {entry.file})"
+    if entry.verdict in NOT_ATTEMPTED and not item.config.getoption("run_known_hangs"):
+        reason = f"known {entry.verdict} on {backend}, not attempted (--run-known-hangs to try): {where}"
+        if now:
+            pytest.skip(reason)
+        item.add_marker(pytest.mark.skip(reason=reason))
+    else:
+        item.add_marker(pytest.mark.xfail(strict=True, raises=_raises(entry.verdict),
+                                          reason=f"known {entry.verdict} on {backend}: {where}"))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     exp = config._accel_exp
@@ -429,30 +319,62 @@ def pytest_collection_modifyitems(session, config, items):
     if exp is None:
         return
     from hardware import registry
-    run_hangs = config.getoption("run_known_hangs")
     for item in items:
         backend = _backend_of(item)
-        entry = exp.match(backend, test_key(item.nodeid, backend))
-        if entry is None:
+        found = exp.candidates(backend, test_key(item.nodeid, backend))
+        if not found:
             continue
-        config._accel_exp_matched.add((entry.backend, entry.test))
+        config._accel_exp_matched.update((e.backend, e.test) for e in found)
         if backend not in registry.KNOWN or registry.availability(backend) is not None:
             continue        # the core SKIPs it with the backend's own reason; nothing to expect
-        item.stash[_ENTRY] = entry
-        where = f"{entry.reason} ({entry.issue}; {entry.file})"
-        if entry.verdict in NOT_ATTEMPTED and not run_hangs:
-            item.add_marker(pytest.mark.skip(
-                reason=f"known {entry.verdict} on {backend}, not attempted (--run-known-hangs to try): {where}"))
-        else:
-            item.add_marker(pytest.mark.xfail(strict=True, raises=_raises(entry.verdict),
-                                              reason=f"known {entry.verdict} on {backend}: {where}"))
+        if not found[0].conditions:
+            _apply(item, found[0], backend)
+        else:               # versions / device decide: known once the backend is asked, at set-up
+            item.stash[_CANDIDATES] = found
+
+
+def _backend_versions(backend: str) -> tuple[dict, Optional[str]]:
+    """The versions every result of ``backend`` records (its device held first, as a run does)."""
+    from hardware import registry, runner
+    from hardware.version_range import generation
+    if runner.devices is not None:
+        runner.devices.acquire(registry.get(backend).device_resource, backend)
+    versions = runner.versions_of(backend)
+    return versions, generation(versions)
+
+
+def pytest_runtest_setup(item):
+    found = item.stash.get(_CANDIDATES, None)
+    if not found:
+        return
+    config, backend = item.config, _backend_of(item)
+    versions, device = _backend_versions(backend)
+    for e in found:
+        ok, why = e.holds(versions, device)
+        if ok:
+            config._accel_exp_held.add((e.backend, e.test))
+            if e.conditions:
+                item.stash[_HELD_WHY] = why
+            _apply(item, e, backend, now=True)
+            return
+        config._accel_exp_seen.setdefault((e.backend, e.test), set()).add(e.conditions.seen(versions, device))
+        item.stash.setdefault(_NOT_HELD, []).append({**e.to_json(), "why": why})
 
 
 def pytest_collection_finish(session):
-    config = session.config
+    _to_controller(session.config)
+
+
+def pytest_sessionfinish(session):
+    _to_controller(session.config)
+
+
+def _to_controller(config) -> None:
     if hasattr(config, "workeroutput"):     # an xdist worker: tell the controller what it saw
         config.workeroutput["accel_exp_matched"] = sorted(config._accel_exp_matched)
         config.workeroutput["accel_exp_collected"] = sorted(config._accel_exp_collected)
+        config.workeroutput["accel_exp_held"] = sorted(config._accel_exp_held)
+        config.workeroutput["accel_exp_seen"] = [[list(k), sorted(v)] for k, v in config._accel_exp_seen.items()]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -460,6 +382,9 @@ def pytest_testnodedown(node, error):
     out = getattr(node, "workeroutput", None) or {}
     node.config._accel_exp_matched.update(tuple(m) for m in out.get("accel_exp_matched", []))
     node.config._accel_exp_collected.update(out.get("accel_exp_collected", []))
+    node.config._accel_exp_held.update(tuple(m) for m in out.get("accel_exp_held", []))
+    for key, seen in out.get("accel_exp_seen", []):
+        node.config._accel_exp_seen.setdefault(tuple(key), set()).update(seen)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -483,13 +408,20 @@ def pytest_runtest_makereport(item, call):
 
 
 def apply_record(item, record: dict) -> None:
-    """XFAIL / XPASS wording, the census of an expected failure, the matching entry."""
+    """XFAIL / XPASS wording, the census of an expected failure, the matching entry; the entries
+    whose version or device range this case was outside of."""
+    if item.stash.get(_DONE, False):
+        return
+    not_held = item.stash.get(_NOT_HELD, None)
+    if not_held:
+        record.setdefault("detail", {})["expectations_not_holding"] = not_held
     entry = item.stash.get(_ENTRY, None)
-    if entry is None or item.stash.get(_DONE, False):
+    if entry is None:
         return
     item.stash[_DONE] = True
     seen = item.stash.get(_OUTCOME, {})
-    record.setdefault("detail", {})["expectation"] = entry.to_json()
+    record.setdefault("detail", {})["expectation"] = dict(entry.to_json(), **(
+        {"holds": item.stash[_HELD_WHY]} if _HELD_WHY in item.stash else {}))
     if seen.get("xpass"):
         record["verdict"], record["stage"] = verdicts.XPASS, "compare"
         record["message"] = (f"XPASS(strict): known {entry.verdict} did not happen, the case passed. "
@@ -541,7 +473,12 @@ def stale(config) -> list[Entry]:
     root = Path(config.rootpath)
     out = []
     for e in exp.entries:
-        if e.backend not in selected or (e.backend, e.test) in config._accel_exp_matched:
+        if e.backend not in selected:
+            continue
+        if (e.backend, e.test) in config._accel_exp_matched:
+            if (e.conditions and (e.backend, e.test) not in config._accel_exp_held
+                    and config._accel_exp_seen.get((e.backend, e.test))):
+                out.append(e)       # its cases ran, under versions outside its range
             continue
         module = e.module
         if not module:
@@ -553,10 +490,17 @@ def stale(config) -> list[Entry]:
         if function in collected:
             out.append(e)           # its test function ran: none of its cases matched
         elif module in modules and _whole_file_run(config, module):
-            fn = compile_pattern(function)
+            fn = Glob(function)
             if not any(fn.match(f) for f in collected if f.startswith(module + "::")):
                 out.append(e)       # its file ran whole and has no such function (renamed?)
     return out
+
+
+def _stale_json(config, e: Entry) -> dict:
+    seen = sorted(config._accel_exp_seen.get((e.backend, e.test), ()))
+    if (e.backend, e.test) in config._accel_exp_matched and seen:
+        return dict(e.to_json(), why=f"holds for {e.conditions.describe()}; versions seen: {'; '.join(seen)}")
+    return dict(e.to_json(), why="matches no collected test")
 
 
 def _summary(config, data: dict) -> dict:
@@ -570,7 +514,7 @@ def _summary(config, data: dict) -> dict:
         "xfail": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.XFAIL],
         "xpass": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.XPASS],
         "not_attempted": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.SKIP],
-        "stale": [e.to_json() for e in stale(config)],
+        "stale": [_stale_json(config, e) for e in stale(config)],
     }
 
 
@@ -581,7 +525,7 @@ def session_finished(config, data: dict, report_dir) -> None:
     from hardware import results
     summary = _summary(config, data)
     config._accel_exp_summary = summary
-    results.write_atomic(Path(report_dir) / "expectations.json", json.dumps(summary, indent=1) + "\n")
+    results.write_atomic(Path(report_dir) / "expectations.json", strict_json.dumps(summary, indent=1) + "\n")
 
 
 @pytest.hookimpl(tryfirst=True)       # before the report writers, which read expectations.json
@@ -600,4 +544,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for nodeid in summary["xpass"]:
         tr.write_line(f"XPASS, the bug looks fixed: remove its entry: {nodeid}")
     for e in summary["stale"]:
-        tr.write_line(f"stale entry (matches no collected test): {e['file']}: test = {e['test']!r}")
+        tr.write_line(f"stale entry ({e.get('why') or 'matches no collected test'}): {e['file']}: test = {e['test']!r}")

@@ -3,7 +3,9 @@
 Exit 0: ship. Exit 1: don't, with one line per reason. Exit 2: the inputs could not be read.
 
 Blocking, always:
-- failures not in the known-bug list (FAIL, HANG, CRASH, COMPILE_ERROR); against a baseline each
+- a run with an injected fault (``--inject-fault``): it proves the checks, it is not a release
+  run; ``--allow-fault`` gates it anyway (the fault is then a note);
+- failures not in the known-bug list (FAIL, FLAKY, HANG, CRASH, COMPILE_ERROR); against a baseline each
   is worded as *new* (passed there), *still failing* or *not in the baseline*;
 - XPASS: a known bug no longer happens; its expectation entry must go;
 - backends the policy requires (default: every backend the session asked for) that did not run,
@@ -31,16 +33,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from hardware import results, verdicts
+from hardware import results, schemas, verdicts
 from hardware.merge import device_of, test_key
 
-FAILURES = (verdicts.FAIL, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR, verdicts.INTERRUPTED)
+FAILURES = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR,
+            verdicts.INTERRUPTED)
 _LIST = 5          # names shown per reason; the rest are counted
 
 
@@ -60,37 +62,14 @@ class Policy:
     source: str = "default policy (every backend the session asked for must run)"
 
 
-_SCHEMA = {"required": {"backends": list, "markers": list, "families": list},
-           "slowdown": {"factor": (int, float), "min_seconds": (int, float), "blocks": bool},
-           "failures": {"pre_existing_block": bool}}
-
-
 def load_policy(path: Path) -> Policy:
     path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise PolicyError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"{path}: not valid TOML: {exc}") from None
-    for table, value in doc.items():
-        if table not in _SCHEMA or not isinstance(value, dict):
-            raise PolicyError(f"{path}: unknown table [{table}]; tables are {', '.join('[' + t + ']' for t in _SCHEMA)}")
-        for key, v in value.items():
-            want = _SCHEMA[table].get(key)
-            if want is None:
-                raise PolicyError(f"{path}: [{table}] has no key {key!r}; keys: {', '.join(_SCHEMA[table])}")
-            if not isinstance(v, want) or (want is list and not all(isinstance(x, str) for x in v)):
-                raise PolicyError(f"{path}: [{table}] {key} = {v!r} has the wrong type")
+    doc = schemas.load_toml(path, "policy", PolicyError)     # hardware/schemas/policy.schema.json
     req, slow, fail = doc.get("required", {}), doc.get("slowdown", {}), doc.get("failures", {})
     p = Policy(backends=req.get("backends"), markers=req.get("markers", []), families=req.get("families", []),
                slow_factor=float(slow.get("factor", 2.0)), slow_min_s=float(slow.get("min_seconds", 1.0)),
                slow_blocks=slow.get("blocks", True), pre_existing_block=fail.get("pre_existing_block", True),
                source=str(path))
-    if p.slow_factor <= 1.0:
-        raise PolicyError(f"{path}: [slowdown] factor must be more than 1")
     return p
 
 
@@ -121,23 +100,68 @@ def _expected(c: dict) -> bool:
     return bool((c.get("detail") or {}).get("expectation"))
 
 
+def _ran(c: dict) -> bool:
+    return c["verdict"] not in verdicts.NOT_RUN
+
+
+def faults_of(data: dict) -> list[str]:
+    """The faults injected into a run (a merged run: into any of its sources)."""
+    session = data.get("session") or {}
+    found = [session.get("fault")] + [s.get("fault") for s in session.get("merged_from") or []
+                                      if isinstance(s, dict)]
+    return list(dict.fromkeys(str(f) for f in found if f))
+
+
+def fault_banner(data: dict) -> Optional[str]:
+    """The first line of every report of a run with an injected fault, and of the gate's answer."""
+    found = faults_of(data)
+    if not found:
+        return None
+    return f"fault {', '.join(found)} injected: not a release run"
+
+
+def release_refusal(data: dict, allow_fault: bool = False) -> Optional[str]:
+    """Why ``data`` may not go into a release matrix (merge, gate), or None. A run with an injected
+    fault is refused unless the caller was asked explicitly (``allow_fault``)."""
+    banner = fault_banner(data)
+    if banner and not allow_fault:
+        return f"{banner} (pass --allow-fault to use it anyway)"
+    return None
+
+
 @dataclass
 class Verdict:
     ship: bool
     reasons: list[str]       # blocking
     notes: list[str]         # said, not blocking
+    banner: Optional[str] = None     # the injected fault, said before anything else
+    policy: str = Policy.source
+
+    @property
+    def head(self) -> str:
+        return "SHIP" if self.ship else f"DON'T SHIP: {len(self.reasons)} reason{'s' if len(self.reasons) != 1 else ''}"
+
+    def lines(self) -> list[str]:
+        """What every output opens with: the fault banner (if any), then SHIP / DON'T SHIP."""
+        return ([self.banner] if self.banner else []) + [self.head]
 
     def text(self) -> str:
-        head = "SHIP" if self.ship else f"DON'T SHIP: {len(self.reasons)} reason{'s' if len(self.reasons) != 1 else ''}"
-        return "\n".join([head] + [f"  - {r}" for r in self.reasons] + [f"  . {n}" for n in self.notes])
+        return "\n".join(self.lines() + [f"  - {r}" for r in self.reasons] + [f"  . {n}" for n in self.notes])
 
 
-def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Policy] = None) -> Verdict:
+def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Policy] = None,
+             allow_fault: bool = False) -> Verdict:
     policy = policy or Policy()
     now = _index(data)
     base = _index(baseline) if baseline else {}
     reasons, notes = [], []
     session = data.get("session") or {}
+    banner = fault_banner(data)
+    refusal = release_refusal(data, allow_fault)
+    if refusal:
+        reasons.append(refusal)
+    elif banner:
+        notes.append(f"{banner}; gated anyway (--allow-fault)")
 
     if session.get("interrupted"):
         reasons.append(f"the session was interrupted ({session.get('stop_reason') or 'stopped early'}): "
@@ -145,6 +169,12 @@ def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Polic
 
     # Failures, split by what the baseline said.
     failing = sorted(k for k, c in now.items() if c["verdict"] in FAILURES)
+    flaky = [k for k in failing if now[k]["verdict"] == verdicts.FLAKY
+             and (base.get(k) or {}).get("verdict") != verdicts.FLAKY]
+    if flaky:
+        reasons.append(f"{len(flaky)} new FLAKY (mixed outcomes over --repeat): " +
+                       _listing(flaky, lambda k: f"FLAKY {_rate(now[k])} {_name(k)}"))
+    failing = [k for k in failing if k not in flaky]
     new_hc = [k for k in failing if now[k]["verdict"] in (verdicts.HANG, verdicts.CRASH)
               and (base.get(k) or {}).get("verdict") not in (verdicts.HANG, verdicts.CRASH)]
     if new_hc:
@@ -185,7 +215,7 @@ def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Polic
     required = policy.backends if policy.backends is not None else list(session.get("hw") or [])
     info = data.get("backends") or {}
     for name in required:
-        if any(_on(name, d, c) and c["verdict"] != verdicts.SKIP for (k, d), c in now.items()):
+        if any(_on(name, d, c) and _ran(c) for (k, d), c in now.items()):
             continue
         skips = [c for (k, d), c in now.items() if _on(name, d, c)]
         if name in info and not info[name].get("available", True):
@@ -198,13 +228,13 @@ def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Polic
 
     for marker in policy.markers:
         missing = [b for b in required if not any(
-            _on(b, d, c) and c["verdict"] != verdicts.SKIP
+            _on(b, d, c) and _ran(c)
             and marker in ((c.get("detail") or {}).get("markers") or []) for (k, d), c in now.items())]
         if missing:
             reasons.append(f"marker {marker!r} is required but no {marker} case ran on {', '.join(missing)} "
                            f"(run with -m {marker})")
     for family in policy.families:
-        if not any(c.get("family") == family and c["verdict"] != verdicts.SKIP for c in now.values()):
+        if not any(c.get("family") == family and _ran(c) for c in now.values()):
             reasons.append(f"family {family!r} is required but none of its cases ran")
 
     # Slowdowns against the baseline.
@@ -227,7 +257,7 @@ def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Polic
                      and (base.get(k) or {}).get("verdict") in FAILURES]
         if fixed_now:
             notes.append(f"{len(fixed_now)} case(s) failed in the baseline and pass now: " + _listing(sorted(fixed_now)))
-        gone = [k for k in base if k not in now and base[k]["verdict"] != verdicts.SKIP]
+        gone = [k for k in base if k not in now and _ran(base[k])]
         if gone:
             notes.append(f"{len(gone)} case(s) of the baseline did not run now: " + _listing(sorted(gone)))
 
@@ -239,12 +269,20 @@ def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Polic
     if other:
         notes.append(f"{sum(other.values())} SKIP: " + "; ".join(f"{n} x {why}" for why, n in other.most_common(3))
                      + (f"; and {len(other) - 3} other reason(s)" if len(other) > 3 else ""))
+    na = {(c.get("family") or "?", d) for (k, d), c in now.items() if c["verdict"] == verdicts.NOT_APPLICABLE}
+    if na:
+        notes.append(f"{len(na)} family x backend pair(s) not applicable (the backend can never run the family)")
     xfail = sum(1 for c in now.values() if c["verdict"] == verdicts.XFAIL)
     if xfail or known:
         notes.append(f"known bugs: {xfail} XFAIL, {len(known)} known HANG/CRASH not attempted")
     notes.append(f"{len(now)} cases: " + (", ".join(f"{n} {v}" for v, n in
                                                      Counter(c['verdict'] for c in now.values()).most_common()) or "none"))
-    return Verdict(not reasons, reasons, notes)
+    return Verdict(not reasons, reasons, notes, banner, policy.source)
+
+
+def _rate(c: dict) -> str:
+    rep = (c.get("detail") or {}).get("repeat") or {}
+    return f"{rep.get('failed', '?')}/{rep.get('runs', '?')}"
 
 
 def main(argv=None) -> int:
@@ -253,6 +291,8 @@ def main(argv=None) -> int:
     p.add_argument("results", help="this run's results.json (one runner's, or merged)")
     p.add_argument("--baseline", help="an earlier results.json to compare with")
     p.add_argument("--policy", help="release policy TOML (default: every backend the session asked for must run)")
+    p.add_argument("--allow-fault", action="store_true",
+                   help="gate a run with an injected fault anyway (default: such a run is refused)")
     args = p.parse_args(argv)
     try:
         data = results.load(Path(args.results))
@@ -261,6 +301,6 @@ def main(argv=None) -> int:
     except (results.ResultsError, PolicyError) as exc:
         print(f"gate: {exc}", file=sys.stderr)
         return 2
-    verdict = evaluate(data, baseline, policy)
+    verdict = evaluate(data, baseline, policy, allow_fault=args.allow_fault)
     print(verdict.text())
     return 0 if verdict.ship else 1

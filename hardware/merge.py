@@ -14,12 +14,11 @@ A test's row is its *test key*: the pytest node id with the backend parameter ta
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Iterable, Optional
 
-from hardware import results, verdicts
+from hardware import results, strict_json, verdicts
 
 # NPU generations as XRT names them; longer names first so "Strix Halo" is not read as "Strix".
 _NPU_NAMES = (("krackan", "Krackan"), ("strix halo", "Strix Halo"), ("strix", "Strix"),
@@ -104,11 +103,12 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
         session = data.get("session") or {}
         interrupted |= bool(session.get("interrupted"))
         devices = set()
+        one_backend = len({c.get("backend") for c in data["cases"]}) <= 1    # once per file: merge stays linear
         for case in data["cases"]:
             case = dict(case)
             device = device_of(case, data)
             if label:
-                device = label if len({c.get("backend") for c in data["cases"]}) <= 1 else f"{label}/{case['backend']}"
+                device = label if one_backend else f"{label}/{case['backend']}"
             case["device"] = device
             case["source"] = str(path)
             devices.add(device)
@@ -160,7 +160,7 @@ def _bring_arrays(merged: dict, out_dir: Path, notes: list[str]) -> int:
             continue
         try:
             data = results.read_member(Path(case["source"]).parent, info["array"])
-        except results.ResultsError as exc:
+        except results.PathRefused as exc:
             case["detail"] = dict(case["detail"], heatmap={k: v for k, v in info.items() if k != "array"})
             if "no such file" not in str(exc).lower():
                 notes.append(f"{case['source']}: heatmap of {case['nodeid']} not copied: {exc}")
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
         return 2
     out = Path(args.output)
     copied = _bring_arrays(merged, out.parent, notes)
-    results.write_atomic(out, json.dumps(merged, indent=1, default=str) + "\n")
+    results.write_atomic(out, strict_json.dumps(merged) + "\n")    # no indent: json's C encoder
     if copied:
         print(f"copied {copied} heatmap array(s) into {out.parent / 'arrays'}")
     for note in notes:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from hardware import schemas, strict_json
+from hardware.paths import PathRefused, member_path, read_member  # noqa: F401 (re-exported)
 from hardware.atomic import write_atomic, write_atomic_bytes  # noqa: F401 (re-exported)
 
 SCHEMA = "accel-regress/results"
@@ -33,7 +34,7 @@ SCHEMA_VERSION = 1
 def append_line(path: Path, record: dict) -> None:
     """One whole line per write, flushed at once; readers skip a torn last line."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, sort_keys=True, default=str) + "\n"
+    line = strict_json.dumps(record, sort_keys=True) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
@@ -47,8 +48,8 @@ def read_lines(path: Path) -> list[dict]:
     out = []
     for line in path.read_text(errors="replace").splitlines():
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            out.append(strict_json.loads(line))
+        except (json.JSONDecodeError, RecursionError):
             continue   # a line torn by a kill mid-write
     return out
 
@@ -75,64 +76,16 @@ class ResultsError(ValueError):
 
 
 def load(path: Path) -> dict:
-    """Read and check a results.json; a bad file is named with what is wrong with it."""
+    """Read and check a results.json (hardware/schemas/results.schema.json); a bad file raises
+    ResultsError naming the file, the place in it and what was expected."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path}: not valid JSON ({exc})") from None
+    data = schemas.parse_json(path, ResultsError)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultsError(f"{path}: not an accel-regress results file (schema {data.get('schema') if isinstance(data, dict) else None!r})")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ResultsError(f"{path}: schema_version {data.get('schema_version')!r}, this tool reads {SCHEMA_VERSION}")
-    if not isinstance(data.get("cases"), list):
-        raise ResultsError(f"{path}: 'cases' is missing or not a list")
-    for i, c in enumerate(data["cases"]):
-        missing = [k for k in ("nodeid", "backend", "verdict") if k not in c]
-        if missing:
-            raise ResultsError(f"{path}: case {i} lacks {', '.join(missing)}")
-    return data
-
-
-def member_path(results_dir: Path, rel: Any) -> Path:
-    """The file a results file names by ``rel``, which must lie under the results file's own folder.
-
-    A results file travels between machines and gets published, so a path in it is untrusted: an
-    absolute path, a ``..`` step or any symlink on the way is refused (never followed), and the
-    target must be a regular file. Raises ResultsError saying why.
-    """
-    if not isinstance(rel, str) or not rel or "\x00" in rel:
-        raise ResultsError(f"path {rel!r} is not a relative file name")
-    parts = Path(rel).parts
-    if Path(rel).is_absolute() or "\\" in rel or any(p == ".." for p in parts):
-        raise ResultsError(f"path {rel!r} leaves {results_dir} (absolute or '..'); refused")
-    here = Path(results_dir)
-    for part in parts:
-        if part == ".":
-            continue
-        here = here / part
-        try:
-            st = os.lstat(here)
-        except OSError as exc:
-            raise ResultsError(f"path {rel!r}: {exc.strerror or exc}") from None
-        if stat.S_ISLNK(st.st_mode):
-            raise ResultsError(f"path {rel!r}: {here} is a symlink; refused")
-    if not stat.S_ISREG(st.st_mode):
-        raise ResultsError(f"path {rel!r} is not a regular file; refused")
-    return here
-
-
-def read_member(results_dir: Path, rel: Any) -> bytes:
-    """The bytes of ``member_path(results_dir, rel)``, opened without following a last-moment symlink."""
-    path = member_path(results_dir, rel)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise ResultsError(f"path {rel!r}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as f:
-        return f.read()
+    schemas.check(data, "results", path, ResultsError)
+    return strict_json.restore(data)
 
 
 class Sink:
@@ -157,7 +110,7 @@ class Sink:
     def finish(self, **session_updates: Any) -> dict:
         self.session.update(session_updates)
         data = build(self.session, self.backends, self.cases())
-        write_atomic(self.json, json.dumps(data, indent=1, sort_keys=False, default=str) + "\n")
+        write_atomic(self.json, strict_json.dumps(data, indent=1) + "\n")
         return data
 
 
@@ -167,5 +120,5 @@ def recover(jsonl: Path, out: Optional[Path] = None) -> dict:
     session = next((r["session"] for r in lines if "session" in r), {})
     session["interrupted"] = True
     data = build(session, {}, [r for r in lines if "nodeid" in r])
-    write_atomic(out or jsonl.with_suffix(".json"), json.dumps(data, indent=1, default=str) + "\n")
+    write_atomic(out or jsonl.with_suffix(".json"), strict_json.dumps(data, indent=1) + "\n")
     return data

@@ -8,8 +8,11 @@ SKIP = "SKIP"
 XFAIL = "XFAIL"
 XPASS = "XPASS"
 INTERRUPTED = "INTERRUPTED"   # the session stopped while the case ran (results.json only)
+FLAKY = "FLAKY"               # --repeat N gave mixed outcomes (detail['repeat'] has the rate k of N)
+NOT_APPLICABLE = "NOT_APPLICABLE"   # the backend can never run the family (Backend.supports_op)
 
-ALL = (PASS, FAIL, HANG, CRASH, COMPILE_ERROR, SKIP, XFAIL, XPASS, INTERRUPTED)
-BAD = (FAIL, HANG, CRASH, COMPILE_ERROR, XPASS, INTERRUPTED)
+ALL = (PASS, FAIL, FLAKY, HANG, CRASH, COMPILE_ERROR, SKIP, NOT_APPLICABLE, XFAIL, XPASS, INTERRUPTED)
+BAD = (FAIL, FLAKY, HANG, CRASH, COMPILE_ERROR, XPASS, INTERRUPTED)
+NOT_RUN = (SKIP, NOT_APPLICABLE)
 
 STAGES = ("build", "compile", "run", "compare")

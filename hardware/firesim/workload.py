@@ -112,6 +112,9 @@ def runtime_config(base: dict, workload_file: str, max_cycles: int, metasimulati
             raise ValueError(f"the runtime config has no {section}: section")
     cfg["workload"]["workload_name"] = workload_file
     cfg["workload"]["suffix_tag"] = None
+    # with it, runworkload terminates the run farm's instances once the job ends
+    # (run_farm_deploy_managers.py:499-502), and the next case would have no run farm
+    cfg["workload"]["terminate_on_completion"] = False
     target = cfg["target_config"]
     target.update(TOPOLOGY)
     ours = {"+max-cycles=": int(max_cycles)}

@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from hardware.errors import CompileError, Crash, Hang, Unsupported, VerdictError
-from hardware.isolation import protocol, transfer
+from hardware.isolation import protocol, reaping, transfer
 from hardware.isolation.bounds import Bounds, describe_status, gib, status_detail
 
 _ERRORS = {"HANG": Hang, "CRASH": Crash, "COMPILE_ERROR": CompileError}
@@ -35,7 +35,14 @@ class _Worker:
     pid: int
     sock: socket.socket
     log: Path
+    cgroup: Optional[reaping.Cgroup] = None
     ended: bool = False       # killed and reaped: its pid may belong to someone else now
+    reaped: tuple = ()        # 'PID COMMAND' of processes its run left and that were killed
+    unreaped: tuple = ()      # ... and of those that could not be killed
+
+
+class _SuiteFault(Exception):
+    """The isolation machinery failed under a case (fork server gone): not the case's verdict."""
 
 
 class IsolationError(RuntimeError):
@@ -63,14 +70,15 @@ def _absolute_fault(spec: Optional[str]) -> Optional[str]:
     return spec
 
 
-def _remove_orphans(root: Path) -> None:
-    """Remove transfer folders left by pytest processes that were killed (on /dev/shm they hold RAM)."""
+def _remove_orphans(root: Path, remove=transfer.remove) -> None:
+    """Remove transfer folders (on /dev/shm they hold RAM) and worker cgroups (with whatever still
+    runs in them) left by pytest processes that were killed."""
     for folder in root.glob("accel-isolation-*-*"):
         try:
             pid = int(folder.name.split("-")[2])
             os.kill(pid, 0)
         except ProcessLookupError:
-            transfer.remove(folder)
+            remove(folder)
         except (ValueError, IndexError, PermissionError, OSError):
             continue
 
@@ -88,7 +96,12 @@ class Isolation:
         self._ctrl: Optional[socket.socket] = None
         self._worker: Optional[_Worker] = None
         self._spawned = 0
-        self.stats = {"jobs": 0, "workers": 0, "hangs": 0, "deaths": 0}
+        self.stats = {"jobs": 0, "workers": 0, "hangs": 0, "deaths": 0, "server_restarts": 0, "retries": 0}
+        self._cgroups, why = reaping.cgroup_base()
+        if self._cgroups is not None:
+            _remove_orphans(self._cgroups, lambda folder: reaping.Cgroup(folder).kill())
+        self.reaping = (f"each worker in its own {why}" if self._cgroups else
+                        f"process group + subreaper sweep of descendants (no cgroup: {why})")
 
     # --- the fork server ---------------------------------------------------------------------
 
@@ -140,44 +153,65 @@ class Isolation:
         for attempt in (1, 2):
             self.start()
             log = self.dir / f"worker-{self._spawned}.log"
+            cgroup = None
+            if self._cgroups is not None:
+                cgroup, problem = reaping.Cgroup.make(self._cgroups, f"{self.dir.name}-w{self._spawned}")
+                if problem:
+                    self._cgroups, self.reaping = None, f"process group + subreaper sweep (no cgroup: {problem})"
             self._spawned += 1
             try:
-                reply, fds = self._request({"op": "spawn", "log": str(log), "memory": self.bounds.memory_bytes},
-                                           SERVER_START_S, with_fds=True)
+                reply, fds = self._request({"op": "spawn", "log": str(log), "memory": self.bounds.memory_bytes,
+                                            "cgroup": cgroup and str(cgroup.path)}, SERVER_START_S, with_fds=True)
             except (protocol.ChannelClosed, OSError) as exc:
                 # The server died (or never started): start a fresh one once, then give up.
+                if cgroup is not None:
+                    cgroup.kill()
                 self._stop_server()
                 if attempt == 2:
                     raise IsolationError(f"the isolation fork server failed ({type(exc).__name__}: {exc}); "
                                          f"its log:\n{self._server_log()}") from None
                 continue
             self.stats["workers"] += 1
-            return _Worker(int(reply["pid"]), socket.socket(fileno=fds[0]), log)
+            return _Worker(int(reply["pid"]), socket.socket(fileno=fds[0]), log, cgroup)
         raise AssertionError("unreachable")
+
+    def server_alive(self) -> bool:
+        return self._server is not None and self._server.poll() is None
 
     def _reap(self, worker: _Worker, timeout: float = 5.0) -> Optional[int]:
         """Kill the worker's process group unless it is gone already, and return its wait status."""
         if worker.ended:
             return None
         worker.sock.close()
-        status = None
+        reply: dict = {}
         try:
-            status = self._request({"op": "wait", "pid": worker.pid, "timeout": timeout}, timeout + 5)["status"]
-        except (protocol.ChannelClosed, OSError):
+            reply = self._request({"op": "wait", "pid": worker.pid, "timeout": timeout}, timeout + 5)
+        except (protocol.ChannelClosed, OSError, ValueError):
             pass
-        if status is None:
+        if reply.get("status") is None:
             self._kill(worker)
             try:
-                status = self._request({"op": "wait", "pid": worker.pid, "timeout": 5.0}, 10)["status"]
-            except (protocol.ChannelClosed, OSError):
+                reply = self._request({"op": "wait", "pid": worker.pid, "timeout": 5.0}, 10)
+            except (protocol.ChannelClosed, OSError, ValueError):
                 pass
         worker.ended = True
-        return status
+        worker.reaped += tuple(reply.get("reaped") or ())
+        worker.unreaped += tuple(reply.get("unreaped") or ())
+        if worker.cgroup is not None:
+            before = worker.cgroup.pids()
+            worker.unreaped += tuple(worker.cgroup.kill())
+            worker.reaped += tuple(f"{p} (in the worker's cgroup)" for p in before if p != worker.pid)
+        elif not self.server_alive():
+            worker.unreaped += ("(the fork server is gone and there is no cgroup: processes this worker "
+                                "started in their own session may still run)",)
+        return reply.get("status")
 
     @staticmethod
     def _kill(worker: _Worker) -> None:
         if worker.ended:
             return
+        if worker.cgroup is not None:
+            worker.cgroup.kill(wait_s=0.0)        # the whole tree at once, whatever sessions it made
         for kill in (os.killpg, os.kill):
             try:
                 kill(worker.pid, signal.SIGKILL)
@@ -194,7 +228,30 @@ class Isolation:
     # --- a run ---------------------------------------------------------------------------------
 
     def run(self, job) -> dict[str, np.ndarray]:
-        """Run ``job`` (a ``hardware.runner.Job``) in the warm worker; raise its verdict error."""
+        """Run ``job`` (a ``hardware.runner.Job``) in the warm worker; raise its verdict error.
+
+        A fault of the machinery (the fork server killed, a worker gone before it got the job) is
+        not the case's: the server is restarted and the case run once more; only the case's own
+        process ending badly is its CRASH."""
+        try:
+            return self._run_once(job)
+        except _SuiteFault as first:
+            self.stats["retries"] += 1
+            self._restart_server()
+            try:
+                return self._run_once(job)
+            except _SuiteFault as second:
+                raise IsolationError(f"the isolation machinery failed twice under {job.case.id}: {first}; "
+                                     f"then {second}") from None
+
+    def _restart_server(self) -> None:
+        self.stats["server_restarts"] += 1
+        if self._worker is not None:
+            self._drop(self._worker)
+        self._stop_server()
+        self.start()
+
+    def _run_once(self, job) -> dict[str, np.ndarray]:
         worker = self._worker or self._spawn()
         self._worker = worker
         self.stats["jobs"] += 1
@@ -206,7 +263,11 @@ class Isolation:
                    "cwd": os.getcwd(), "folder": str(folder),
                    "inputs": transfer.write_arrays(folder, "in", job.inputs)}
             offset = self._log_size(worker)
-            protocol.send(worker.sock, msg)
+            try:
+                protocol.send(worker.sock, msg)
+            except OSError as exc:          # it died between cases (its server was killed): not this case's
+                self._drop(worker)
+                raise _SuiteFault(f"the warm worker was gone before the case started ({exc})") from None
             sent = time.monotonic()
             in_flight = True
             worker.sock.settimeout(max(job.timeout_s, 0.001))
@@ -217,8 +278,12 @@ class Isolation:
                 in_flight = False
                 raise self._stamp(error, sent) from None
             except (protocol.ChannelClosed, ConnectionError):
-                error = self._death(worker, job, offset)
                 in_flight = False
+                if not self.server_alive():
+                    # PR_SET_PDEATHSIG ended the worker because its fork server died: the suite's fault.
+                    self._drop(worker)
+                    raise _SuiteFault("the isolation fork server died while the case ran") from None
+                error = self._death(worker, job, offset)
                 raise self._stamp(error, sent) from None
             in_flight = False
             return self._answer(reply, worker, job, offset)
@@ -227,6 +292,17 @@ class Isolation:
                 # Interrupted (SIGINT/SIGTERM) mid-run or mid-verdict: the worker's state is unknown; end it.
                 self._drop(worker)
             transfer.remove(folder)
+
+    def _reaping_detail(self, worker: _Worker, reply: Optional[dict] = None) -> dict:
+        """What was done about processes the run left (and what could not be), for the record."""
+        reaped = [*worker.reaped, *((reply or {}).get("reaped") or ())]
+        unreaped = [*worker.unreaped, *((reply or {}).get("unreaped") or ())]
+        out = {"reaping": self.reaping}
+        if reaped:
+            out["reaped"] = "; ".join(reaped)
+        if unreaped:
+            out["unreaped"] = "; ".join(unreaped)
+        return out
 
     @staticmethod
     def _stamp(exc: VerdictError, sent: float) -> VerdictError:
@@ -266,6 +342,7 @@ class Isolation:
                   "stack": _head(stack, 4 * self.bounds.tail_lines) or "(the worker wrote no stack)",
                   "output": _tail(output, self.bounds.tail_lines)}
         detail.update(status_detail(status))
+        detail.update(self._reaping_detail(worker))
         return Hang(f"{job.backend} gave no result for {job.case.id} within {job.timeout_s:g} s "
                     f"(case bound; --case-timeout overrides it); the worker was killed, its Python stack is below",
                     stage="run", detail=detail)
@@ -291,9 +368,13 @@ class Isolation:
         detail = {"worker_pid": worker.pid, "output": _tail(output, 4 * self.bounds.tail_lines),
                   "memory_bound": gib(self.bounds.memory_bytes)}
         detail.update(status_detail(status))
+        detail.update(self._reaping_detail(worker))
         return Crash(f"{job.backend} run of {job.case.id} ended its process: {how}", stage="run", detail=detail)
 
     def _answer(self, reply: dict, worker: _Worker, job, offset: int) -> dict[str, np.ndarray]:
+        if reply.get("unreaped"):
+            print(f"accel-regress: {job.case.id}: processes its run started could not be ended: "
+                  f"{'; '.join(reply['unreaped'])}", file=sys.stderr)
         if reply.get("ok"):
             return transfer.read_arrays(reply["outputs"], unlink=True)
         output = _tail(self._log_from(worker, offset), self.bounds.tail_lines)
@@ -315,7 +396,8 @@ class Isolation:
                         stage="run", detail={"traceback": reply.get("traceback", ""), "output": output,
                                              "memory_bound": gib(self.bounds.memory_bytes)})
         raise Crash(f"{job.backend} raised {reply.get('exception', 'an unknown error')}", stage="run",
-                    detail={"traceback": reply.get("traceback", ""), "output": output})
+                    detail={"traceback": reply.get("traceback", ""), "output": output,
+                            **self._reaping_detail(worker, reply)})
 
     # --- after a hang -------------------------------------------------------------------------
 

@@ -6,10 +6,11 @@ passes through a pipe. File descriptors (a new worker's socket) travel with SCM_
 """
 from __future__ import annotations
 
-import json
 import socket
 import struct
 from typing import Any, Optional
+
+from hardware import strict_json
 
 _HEADER = struct.Struct("!I")
 MAX_MESSAGE = 64 << 20   # a control message is small; a bigger length means a torn stream
@@ -31,7 +32,7 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def send(sock: socket.socket, message: dict, fds: Optional[list[int]] = None) -> None:
-    body = json.dumps(message, default=str).encode()
+    body = strict_json.dumps(message).encode()
     data = _HEADER.pack(len(body)) + body
     if fds:
         # The descriptors ride on the first byte; the rest follows as plain stream data.
@@ -52,5 +53,5 @@ def recv(sock: socket.socket, with_fds: bool = False) -> Any:
     (length,) = _HEADER.unpack(head)
     if length > MAX_MESSAGE:
         raise ChannelClosed(f"message of {length} bytes: the stream is torn")
-    message = json.loads(_recv_exact(sock, length))
+    message = strict_json.loads(_recv_exact(sock, length))
     return (message, fds) if with_fds else message

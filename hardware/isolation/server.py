@@ -20,8 +20,9 @@ import signal
 import socket
 import sys
 import time
+import traceback
 
-from hardware.isolation import protocol
+from hardware.isolation import protocol, reaping
 
 PR_SET_PDEATHSIG = 1
 
@@ -75,7 +76,9 @@ def serve(ctrl: socket.socket) -> None:
                     parent_end.close()
                     die_with_parent()
                     from hardware.isolation import worker
-                    worker.main(child_end, log_fd, msg.get("memory"))
+                    worker.main(child_end, log_fd, msg.get("memory"), msg.get("cgroup"))
+                except BaseException:
+                    traceback.print_exc()          # into the worker's log: its CRASH record shows it
                 finally:
                     os._exit(70)
             child_end.close()
@@ -86,9 +89,13 @@ def serve(ctrl: socket.socket) -> None:
         elif op == "wait":
             pid = int(msg["pid"])
             status = _wait(pid, float(msg.get("timeout", 5.0)))
+            reply = {"status": status}
             if status is not None:
                 children.discard(pid)
-            protocol.send(ctrl, {"status": status})
+                # Orphans of the ended worker came to this subreaper: end them too.
+                killed, left = reaping.sweep_descendants(os.getpid(), keep=frozenset(children))
+                reply.update({"reaped": killed} if killed else {}, **({"unreaped": left} if left else {}))
+            protocol.send(ctrl, reply)
         else:
             protocol.send(ctrl, {"error": f"unknown op {op!r}"})
     for pid in children:
@@ -97,6 +104,7 @@ def serve(ctrl: socket.socket) -> None:
         except OSError:
             pass
         _wait(pid, 1.0)
+    reaping.sweep_descendants(os.getpid())
 
 
 def main(argv=None) -> int:
@@ -106,6 +114,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
+    problem = reaping.become_subreaper()
+    if problem:
+        print(f"fork server: {problem}: orphans of a worker go to init, not to this server", file=sys.stderr)
     ctrl = socket.socket(fileno=args.fd)
     _preload([m for m in args.preload.split(",") if m])
     serve(ctrl)

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from hardware.isolation import bounds as _bounds
-from hardware.isolation import protocol, transfer
+from hardware.isolation import protocol, reaping, transfer
 
 STACK_SIGNAL = signal.SIGUSR1
 
@@ -60,6 +60,9 @@ def _run(msg: dict) -> dict:
     except SystemExit as exc:
         return {"exception": f"SystemExit({exc.code!r}) (the run called sys.exit)",
                 "traceback": traceback.format_exc(limit=8)}
+    except BaseException as exc:      # KeyboardInterrupt, GeneratorExit...: raised by the run itself
+        return {"exception": f"{type(exc).__name__}: {exc}".rstrip(": ") + " (raised inside the run)",
+                "traceback": traceback.format_exc(limit=8)}
     finally:
         # Reference counting frees the arrays now; no gc.collect() (it costs ~0.2 s with torch loaded).
         del inputs
@@ -74,13 +77,28 @@ def _reset(msg: dict) -> dict:
         return {"exception": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
 
 
-def main(sock: socket.socket, log_fd: int, memory_bytes) -> None:
+def _sweep(reply: dict) -> None:
+    """End whatever the run left running (also in another session: this worker is their subreaper)."""
+    killed, left = reaping.sweep_descendants(os.getpid())
+    if killed:
+        print(f"accel-regress: the run left {len(killed)} process(es) running; killed: {'; '.join(killed)}",
+              file=sys.stderr)
+        reply["reaped"] = killed
+    if left:
+        reply["unreaped"] = left
+
+
+def main(sock: socket.socket, log_fd: int, memory_bytes, cgroup=None) -> None:
     """Runs in the forked child; never returns."""
     # Own process group: killing the group also ends whatever the backend started (qemu, a simulator).
     os.setpgid(0, 0)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     os.close(log_fd)
+    # First, before anything runs: descendants stay in the cgroup / come back to us when orphaned.
+    problems = [p for p in (cgroup and reaping.Cgroup.join(cgroup), reaping.become_subreaper()) if p]
+    for problem in problems:
+        print(f"accel-regress: {problem}", file=sys.stderr)
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the pytest process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     faulthandler.enable(file=sys.stderr, all_threads=True)
@@ -94,6 +112,7 @@ def main(sock: socket.socket, log_fd: int, memory_bytes) -> None:
         op = msg.get("op")
         if op == "run":
             reply = _run(msg)
+            _sweep(reply)
         elif op == "reset":
             reply = _reset(msg)
         elif op == "ping":

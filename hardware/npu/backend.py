@@ -131,6 +131,7 @@ class NpuBackend(Backend):
             if iron_runner.importable():
                 try:
                     info["iron"] = iron_runner.version()
+                    info["iron_aiegemm"] = iron_runner.revision()
                 except Exception as exc:
                     info["iron"] = f"unknown ({type(exc).__name__})"
             self._described[index] = info

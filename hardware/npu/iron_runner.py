@@ -76,6 +76,16 @@ def _aiegemm():
     return cls, None
 
 
+def revision() -> str:
+    """Which AIEGEMM this IRON has, for versions(): the naming era decides which buffers exist."""
+    cls, why = _aiegemm()
+    if cls is None:
+        return f"no partition_N AIEGEMM ({why})"
+    if callable(getattr(cls, "_partitioned_c_buffer_name", None)):
+        return "later partition_N AIEGEMM (B/C at partition_N == 1, artifacts ..._ctiles1[_partN<P>])"
+    return "seed 000's partition_N AIEGEMM (B_i/C_i, artifacts gemm_<M>x<K>x<N>_<tiles>_<b>_<c>)"
+
+
 def supports(case: Case) -> Optional[str]:
     if case.op not in ADAPTERS:
         return f"no IRON adapter for operator {case.op!r} (IRON mode knows: {', '.join(ADAPTERS)})"

@@ -94,6 +94,7 @@ def _classify(rec: dict, report, call) -> None:
     elif isinstance(exc, Mismatch):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
         rec["census"].append(exc.census.to_json())
+        rec["detail"].update(getattr(exc, "detail", {}))     # e.g. compare mode's per-step table
     elif isinstance(exc, AssertionError):
         rec["verdict"], rec["stage"] = verdicts.FAIL, "compare"
         rec["message"] = str(exc) or "assertion failed"
@@ -248,10 +249,26 @@ def _interrupted_records(session, reason: str) -> list[dict]:
     return out
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
+    # results.json before any other plugin's session end can fail; the reports after them all,
+    # when pytest's junit.xml (which they link) is written too.
+    isolation.phase = "finishing"     # a stop signal now is noted, never cuts the writing short
+    data = _write_results(session, exitstatus)
+    try:
+        return (yield)
+    finally:
+        if data is not None:
+            session.config.hook.pytest_accel_regress_session_finished(
+                config=session.config, data=data, report_dir=session.config._accel_sink.dir)
+
+
+def _write_results(session, exitstatus) -> Optional[dict]:
     sink = getattr(session.config, "_accel_sink", None)
     if sink is None:
-        return
+        return None
+    if int(exitstatus) == pytest.ExitCode.INTERNAL_ERROR and isolation.stop_reason is None:
+        isolation.stop_reason = "an internal error of the suite (pytest exit status 3)"
     stop_reason = isolation.stop_reason
     interrupted = bool(session.shouldstop) or int(exitstatus) == 2 or stop_reason is not None
     if interrupted:
@@ -267,5 +284,4 @@ def pytest_sessionfinish(session, exitstatus):
                        interrupted=interrupted, complete=not (interrupted or stopped_early),
                        **({"stop_reason": stop_reason} if stop_reason else {}))
     session.config._accel_data = data
-    session.config.hook.pytest_accel_regress_session_finished(config=session.config, data=data,
-                                                              report_dir=sink.dir)
+    return data

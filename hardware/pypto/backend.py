@@ -121,6 +121,30 @@ def find_ptoas() -> tuple[Optional[str], str]:
     return None, "PTOAS_ROOT=" + root + " (tried " + ", ".join(PTOAS_RELATIVE_PATHS) + ")"
 
 
+# pypto _ptoas_locate.py:15-27: which file the release provides tells its era.
+_PTOAS_ERA = {"ptoas": "shell launcher (PTOAS <= v0.50)", "bin/ptoas": "self-linked bin/ptoas (PTOAS >= v0.51)",
+              "ptoas.sh": "bundled-CPython launcher (PTOAS >= v0.55)"}
+
+
+@lru_cache(maxsize=4)
+def ptoas_version(path: str) -> str:
+    """``ptoas --version`` prints "ptoas X.Y" (PTOAS tools/ptoas/ptoas.cpp:54-56, 897 @a56b18c)."""
+    try:
+        p = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({type(exc).__name__})"
+    lines = [l.strip() for l in (p.stdout + p.stderr).splitlines() if l.strip()]
+    return lines[0][:200] if p.returncode == 0 and lines else f"unknown (exit {p.returncode})"
+
+
+def ptoas_era(path: str) -> str:
+    root = os.environ.get("PTOAS_ROOT")
+    if root:
+        rel = os.path.relpath(path, root)
+        return _PTOAS_ERA.get(rel, rel)
+    return "on PATH"
+
+
 def _cann_root() -> Optional[Path]:
     for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
         v = os.environ.get(var)
@@ -216,7 +240,11 @@ class PyptoBackend(Backend):
         v = {k: str(probe[k]) for k in ("pypto", "simpler", "torch") if k in probe}
         v["platform"] = self.platform
         v["pypto_lib"] = str(self.lib_root)
-        v["ptoas"] = find_ptoas()[0] or "missing"
+        ptoas = find_ptoas()[0]
+        v["ptoas"] = ptoas or "missing"
+        if ptoas:
+            v["ptoas_era"] = ptoas_era(ptoas)
+            v["ptoas_version"] = ptoas_version(ptoas)
         return v
 
     def timeout(self, case: Case) -> float:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from hardware.report import steps
 from hardware.report.tables import Model, census_lines, slug
+from hardware.summary import rerun_line
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -16,6 +18,10 @@ th{background:#f2f2f2} td.t{font-family:monospace;font-size:12px}
 .XFAIL{background:#fde9b6}.SKIP,.notrun{background:#e6e6e6;color:#555}
 .headline{font-size:1.1em;font-weight:bold} pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
 .case{margin:1em 0 2em} img{max-width:100%;border:1px solid #ccc} nav a{margin-right:1em}
+.FLAKY{background:#f8c8c8;font-weight:bold}.NOT_APPLICABLE,.na{background:#f4f4f4;color:#888}
+#fault{background:#b00020;color:#fff;font-size:1.3em;font-weight:bold;padding:.4em .6em;margin:0 0 .4em}
+#verdict{font-size:1.6em;margin:0 0 .2em} #verdict.ship{color:#1a7f37} #verdict.noship{color:#b00020}
+ul.reasons li{margin:.15em 0} .rerun{font-family:monospace;font-size:12px;background:#eef;padding:2px 6px}
 """
 
 
@@ -34,11 +40,24 @@ def _worst(counts_text: str) -> str:
     return "notrun"
 
 
-def render(m: Model, heatmaps: dict[str, str], links: list[tuple[str, str]], expectations: dict | None = None) -> str:
+def render(m: Model, heatmaps: dict[str, str], links: list[tuple[str, str]], expectations: dict | None = None,
+           extra: list[str] = ()) -> str:
     devs = m.devices
-    h = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>accel-regress report</title>",
-         f"<style>{_CSS}</style></head><body>", "<h1>accel-regress report</h1>",
-         f"<p class='headline' id='headline'>{_e(m.headline())}</p>"]
+    v = m.verdict
+    h = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+         f"<title>{_e(' · '.join(v.lines()))} · accel-regress report</title>",
+         f"<style>{_CSS}</style></head><body>"]
+    # What a release manager must read first: the fault banner, then the gate's verdict.
+    if v.banner:
+        h.append(f"<div id='fault'>{_e(v.banner)}</div>")
+    h.append(f"<h1 id='verdict' class='{'ship' if v.ship else 'noship'}'>{_e(v.head)}</h1>")
+    if v.reasons:
+        h.append("<ul class='reasons' id='reasons'>" + "".join(f"<li>{_e(r)}</li>" for r in v.reasons) + "</ul>")
+    h.append(f"<p>The gate's verdict under {_e(v.policy)}, as <code>python -m hardware gate</code> gives it.</p>")
+    if v.notes:
+        h.append("<details><summary>gate notes</summary><ul>" + "".join(f"<li>{_e(n)}</li>" for n in v.notes)
+                 + "</ul></details>")
+    h.append(f"<h2>accel-regress report</h2><p class='headline' id='headline'>{_e(m.headline())}</p>")
     h.append("<nav>" + "".join(f"<a href='{_rel(href)}'>{_e(label)}</a>" for label, href in links) + "</nav>")
     s = m.session
     if s.get("merged_from"):
@@ -56,35 +75,45 @@ def render(m: Model, heatmaps: dict[str, str], links: list[tuple[str, str]], exp
         cells = []
         for d in devs:
             text = m.family_cell(fam, d)
-            cells.append(f"<td class='{_worst(text)}'>{_e(text)}</td>")
+            cls = "na" if text.startswith("not applicable") else _worst(text)
+            cells.append(f"<td class='{cls}'>{_e(text)}</td>")
         h.append(f"<tr><td>{_e(fam)}</td>{''.join(cells)}</tr>")
     h.append("</table>")
     if m.missing:
         h.append("<ul>" + "".join(f"<li class='notrun'><b>not run on {_e(n)}</b>: {_e(r)}</li>"
                                    for n, r in m.missing.items()) + "</ul>")
+    if m.skips:
+        h.append(f"<h2>SKIP ({sum(n for _, n in m.skips)})</h2><table id='skips'><tr><th>cases</th><th>reason</th></tr>"
+                 + "".join(f"<tr><td>{n}</td><td>{_e(why)}</td></tr>" for why, n in m.skips) + "</table>")
+    h += list(extra)
     h.append(f"<h2>Failures ({len(m.problems)})</h2>")
     if not m.problems:
         h.append("<p>None.</p>")
     for c in m.problems[:100]:
-        h.append(_case(c, heatmaps))
+        h.append(_case(c, heatmaps, m.session))
     if m.known:
         h.append(f"<h2>Known bugs seen (XFAIL, {len(m.known)})</h2>")
         for c in m.known:
-            h.append(_case(c, heatmaps))
+            h.append(_case(c, heatmaps, m.session))
     if expectations and expectations.get("stale"):
         h.append("<h2>Stale expectation entries</h2><ul>" + "".join(
-            f"<li><code>{_e(e['file'])}</code>: <code>{_e(e['test'])}</code></li>" for e in expectations["stale"]) + "</ul>")
+            f"<li><code>{_e(e['file'])}</code>: <code>{_e(e['test'])}</code>"
+            + (f": {_e(e['why'])}" if e.get("why") else "") + "</li>" for e in expectations["stale"]) + "</ul>")
     h.append(f"<h2>Test × device ({len(m.grid)})</h2><table id='matrix'><tr><th>test</th>" +
              "".join(f"<th>{_e(d)}</th>" for d in devs) + "</tr>")
     for key, row in m.grid.items():
-        cells = "".join(f"<td class='{_e(row[d]['verdict'])}'>{_e(row[d]['verdict'])}</td>" if d in row
-                        else "<td class='notrun'></td>" for d in devs)
+        cells = "".join(_matrix_cell(row[d]["verdict"]) if d in row else "<td class='notrun'></td>" for d in devs)
         h.append(f"<tr><td class='t'>{_e(key)}</td>{cells}</tr>")
     h.append("</table></body></html>")
     return "\n".join(h) + "\n"
 
 
-def _case(c: dict, heatmaps: dict[str, str]) -> str:
+def _matrix_cell(verdict: str) -> str:
+    text = "n/a" if verdict == "NOT_APPLICABLE" else verdict
+    return f"<td class='{_e(verdict)}'>{_e(text)}</td>"
+
+
+def _case(c: dict, heatmaps: dict[str, str], session: dict) -> str:
     lines = (c.get("message") or "").rstrip().splitlines()[:14]
     for census in c.get("census") or []:
         text = census_lines(census)
@@ -95,6 +124,8 @@ def _case(c: dict, heatmaps: dict[str, str]) -> str:
            f"<p>stage {_e(c.get('stage') or '-')} · {float(c.get('duration_s') or 0):.2f} s</p>"]
     if lines:
         out.append("<pre>" + _e("\n".join(lines)) + "</pre>")
+    out.append(f"<p>rerun: <span class='rerun'>{_e(rerun_line(c, session))}</span></p>")
+    out.append(steps.html(c.get("detail") or {}))
     if slug(c) in heatmaps:
         src = _rel(heatmaps[slug(c)])
         out.append(f"<a href='{src}'><img src='{src}' alt='heatmap of |got - expected| / allowed'></a>")

@@ -3,6 +3,7 @@ census and heatmap. Plain GitHub markdown, so it can be pasted into a job summar
 from __future__ import annotations
 
 from hardware.report.tables import Model, census_lines, slug
+from hardware.summary import rerun_line
 
 
 def _cell(text: str) -> str:
@@ -21,8 +22,22 @@ def _session_line(m: Model) -> str:
             f"exit status {s.get('exit_status', '?')}" + (" · INTERRUPTED" if s.get("interrupted") else ""))
 
 
-def render(m: Model, heatmaps: dict[str, str], expectations: dict | None = None, max_failures: int = 50) -> str:
-    out = ["# accel-regress report", "", f"**{m.headline()}**", "", _session_line(m), ""]
+def verdict_block(m: Model) -> list[str]:
+    """The first lines: the fault banner, the gate's SHIP / DON'T SHIP and its reasons."""
+    v = m.verdict
+    out = [f"**{v.banner}**", ""] if v.banner else []
+    out += [f"# {v.head}", ""]
+    out += [f"- {_cell(r)}" for r in v.reasons]
+    if v.reasons:
+        out.append("")
+    out += [f"The gate's verdict under {v.policy} (`python -m hardware gate`).", ""]
+    return out
+
+
+def render(m: Model, heatmaps: dict[str, str], expectations: dict | None = None, max_failures: int = 50,
+           extra: list[str] = ()) -> str:
+    out = verdict_block(m)
+    out += ["## accel-regress report", "", f"**{m.headline()}**", "", _session_line(m), ""]
     devs = m.devices
     out += ["## Family × device", "", "| family | " + " | ".join(devs) + " |",
             "|---|" + "---|" * len(devs)]
@@ -35,16 +50,20 @@ def render(m: Model, heatmaps: dict[str, str], expectations: dict | None = None,
         out.append(f"- **not run on {name}**: {reason}")
     if m.missing:
         out.append("")
+    if m.skips:
+        out += [f"## SKIP ({sum(n for _, n in m.skips)})", "", "| cases | reason |", "|---|---|"]
+        out += [f"| {n} | {_cell(why)} |" for why, n in m.skips] + [""]
+    out += list(extra)
     out += ["## Test × device", "", f"<details><summary>{len(m.grid)} tests</summary>", "",
             "| test | " + " | ".join(devs) + " |", "|---|" + "---|" * len(devs)]
     for key, row in m.grid.items():
-        out.append(f"| `{_cell(key)}` | " + " | ".join(row[d]["verdict"] if d in row else "" for d in devs) + " |")
+        out.append(f"| `{_cell(key)}` | " + " | ".join(_verdict(row[d]["verdict"]) if d in row else "" for d in devs) + " |")
     out += ["", "</details>", ""]
     out += [f"## Failures ({len(m.problems)})", ""]
     if not m.problems:
         out += ["None.", ""]
     for c in m.problems[:max_failures]:
-        out += _case(c, heatmaps)
+        out += _case(c, heatmaps, m.session)
     if len(m.problems) > max_failures:
         out += [f"... and {len(m.problems) - max_failures} more: see results.json", ""]
     if m.known:
@@ -63,14 +82,19 @@ def render(m: Model, heatmaps: dict[str, str], expectations: dict | None = None,
             if na:
                 out.append(f"- {len(na)} known HANG/CRASH case(s) not attempted (`--run-known-hangs` to try)")
             for e in stale:
-                out.append(f"- stale entry in `{e['file']}`: `{e['test']}` matches no collected test")
+                out.append(f"- stale entry in `{e['file']}`: `{e['test']}` "
+                           + (e.get("why") or "matches no collected test"))
             out.append("")
     return "\n".join(out) + "\n"
 
 
-def _case(c: dict, heatmaps: dict[str, str]) -> list[str]:
+def _verdict(v: str) -> str:
+    return "n/a" if v == "NOT_APPLICABLE" else v
+
+
+def _case(c: dict, heatmaps: dict[str, str], session: dict) -> list[str]:
     out = [f"### {c['verdict']} · {c['device']} · `{c['nodeid']}`", "",
-           f"stage {c.get('stage') or '-'} · {c.get('duration_s', 0):.2f} s" +
+           f"stage {c.get('stage') or '-'} · {float(c.get('duration_s') or 0):.2f} s" +
            (f" · family {c['family']}" if c.get("family") else ""), ""]
     lines = [ln for ln in (c.get("message") or "").rstrip().splitlines()][:14]
     for census in c.get("census") or []:
@@ -79,6 +103,7 @@ def _case(c: dict, heatmaps: dict[str, str]) -> list[str]:
             lines += [""] + text
     if lines:
         out += ["```text"] + [ln.replace("```", "'''") for ln in lines] + ["```", ""]
+    out += [f"rerun: `{rerun_line(c, session)}`", ""]
     if slug(c) in heatmaps:
         out += [f"![|got - expected| / allowed]({heatmaps[slug(c)]})", ""]
     return out

@@ -1,5 +1,8 @@
 """The report part of the pytest plugin: saves the ratio map of every census failure while the
-arrays are at hand, and writes summary.md / index.html / heatmaps when the session ends.
+arrays are at hand, and writes summary.md / index.html / heatmaps / CSV / pr-comment.md when the
+session ends, each opening with the gate's verdict for the run (``--gate-policy``,
+``--gate-baseline``: the same inputs ``python -m hardware gate`` takes). A run with an injected
+fault says so in the terminal's header line too.
 
 The ratio map is taken from the compared arrays a ``golden.compare.Mismatch`` carries
 (``exc.arrays``), block-maxed down to at most 256 x 512 and saved with np.save
@@ -28,10 +31,40 @@ def _report_dir(config) -> Path:
     return Path(config.getoption("report_dir"))
 
 
+def pytest_addoption(parser):
+    g = parser.getgroup("accel-regress")
+    g.addoption("--gate-policy", default=None, metavar="FILE",
+                help="release policy the reports' and terminal's verdict uses (default: the gate's default "
+                     "policy: every backend the session asked for must run)")
+    g.addoption("--gate-baseline", default=None, metavar="RESULTS.json",
+                help="an earlier results.json the verdict compares with (as gate --baseline)")
+
+
+def pytest_configure(config):
+    from hardware import gate, results
+    config._accel_gate_inputs = None
+    try:
+        policy = config.getoption("gate_policy")
+        baseline = config.getoption("gate_baseline")
+        config._accel_gate_inputs = (gate.load_policy(Path(policy)) if policy else None,
+                                     results.load(Path(baseline)) if baseline else None)
+    except (gate.PolicyError, results.ResultsError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.hookimpl(trylast=True)     # after pytest's own "test session starts" header
 def pytest_sessionstart(session):
-    """A new session's report dir starts without the last session's arrays and heatmaps."""
+    """A run with an injected fault says so before anything else (whatever the verbosity); a new
+    session's report dir starts without the last session's arrays and heatmaps."""
     config = session.config
-    if hasattr(config, "workerinput") or config.option.collectonly:
+    if hasattr(config, "workerinput"):
+        return
+    fault = config.getoption("inject_fault", None)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if fault and tr is not None:
+        from hardware.gate import fault_banner
+        tr.write_line(fault_banner({"session": {"fault": fault}}), red=True, bold=True)
+    if config.option.collectonly:
         return    # --collect-only leaves the last run's reports alone
     for sub, pattern in (("arrays", "*.npy"), ("heatmaps", "*.png")):
         for old in (_report_dir(config) / sub).glob(pattern):
@@ -112,9 +145,13 @@ def session_finished(config, data, report_dir) -> None:
     if getattr(config, "_accel_reports_written", False):
         return
     config._accel_reports_written = True
+    from hardware import gate
     from hardware.report import write_all
+    policy, baseline = getattr(config, "_accel_gate_inputs", None) or (None, None)
+    config._accel_gate = gate.evaluate(data, baseline, policy)
     try:
-        written = write_all(data, Path(report_dir), expectations=getattr(config, "_accel_exp_summary", None))
+        written = write_all(data, Path(report_dir), expectations=getattr(config, "_accel_exp_summary", None),
+                            verdict=config._accel_gate, baseline=baseline)
         config._accel_reports = written
     except Exception as exc:   # results.json is already written; say what went wrong and go on
         print(f"accel-regress: writing reports failed: {type(exc).__name__}: {exc}", file=sys.stderr)

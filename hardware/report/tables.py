@@ -9,10 +9,12 @@ from collections import Counter, defaultdict
 from hardware import verdicts
 from hardware.merge import device_of, test_key
 
-PROBLEMS = (verdicts.FAIL, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR, verdicts.XPASS,
+PROBLEMS = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR, verdicts.XPASS,
             verdicts.INTERRUPTED)
-ORDER = (verdicts.PASS, verdicts.FAIL, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR,
-         verdicts.XPASS, verdicts.XFAIL, verdicts.SKIP, verdicts.INTERRUPTED)
+ORDER = (verdicts.PASS, verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR,
+         verdicts.XPASS, verdicts.XFAIL, verdicts.SKIP, verdicts.INTERRUPTED, verdicts.NOT_APPLICABLE)
+LABEL = {verdicts.NOT_APPLICABLE: "not applicable"}
+NO_BACKEND = "(no backend)"      # the column of tests that run on no backend (harness checks)
 
 
 def slug(case: dict) -> str:
@@ -26,7 +28,7 @@ def with_devices(data: dict) -> list[dict]:
     out = []
     for c in data.get("cases", []):
         c = dict(c)
-        c["device"] = device_of(c, data)
+        c["device"] = device_of(c, data) if c.get("backend") or c.get("device") else NO_BACKEND
         c["key"] = test_key(c["nodeid"], c.get("backend"))
         out.append(c)
     return out
@@ -43,11 +45,24 @@ def not_run(data: dict) -> dict[str, str]:
 
 
 def counts_text(counts: Counter) -> str:
-    return ", ".join(f"{counts[v]} {v}" for v in ORDER if counts.get(v))
+    return ", ".join(f"{counts[v]} {LABEL.get(v, v)}" for v in ORDER if counts.get(v))
+
+
+def first_line(text, limit: int = 160) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:limit]
+    return ""
 
 
 class Model:
-    def __init__(self, data: dict):
+    def __init__(self, data: dict, verdict=None):
+        """``verdict``: the gate's answer for this run (hardware.gate.Verdict) that the reports
+        open with; computed under the default policy when not given."""
+        if verdict is None:
+            from hardware import gate
+            verdict = gate.evaluate(data)
+        self.verdict = verdict
         self.data = data
         self.session = data.get("session") or {}
         self.cases = with_devices(data)
@@ -66,21 +81,34 @@ class Model:
         self.grid = dict(sorted(grid.items()))
         self.problems = [c for c in self.cases if c["verdict"] in PROBLEMS]
         self.known = [c for c in self.cases if c["verdict"] == verdicts.XFAIL]
+        # A backend that can never run a family: one line per family x device, not a SKIP per case.
+        self.not_applicable: dict[tuple[str, str], str] = {}
+        for c in self.cases:
+            if c["verdict"] == verdicts.NOT_APPLICABLE:
+                self.not_applicable.setdefault((c.get("family") or "?", c["device"]), first_line(c.get("message")))
+        # SKIPs that matter (a device or toolchain missing, over budget ...), by reason, largest first.
+        skips = Counter(first_line(c.get("message")) or "no reason given" for c in self.cases
+                        if c["verdict"] == verdicts.SKIP)
+        self.skips = skips.most_common()
         self.problems.sort(key=lambda c: (ORDER.index(c["verdict"]) if c["verdict"] in ORDER else 99, c["nodeid"]))
 
     def family_cell(self, family: str, device: str) -> str:
         counts = self.families[family].get(device)
+        if counts and set(counts) == {verdicts.NOT_APPLICABLE}:
+            return f"not applicable: {self.not_applicable.get((family, device), '')}".rstrip(": ")
         if counts:
             return counts_text(counts)
         if device in self.missing:
             return "not run"
         return "-"
 
+    def verdict_lines(self) -> list[str]:
+        """The gate's banner and SHIP / DON'T SHIP line, then its reasons: what a report opens with."""
+        v = self.verdict
+        return v.lines() + [f"- {r}" for r in v.reasons]
+
     def headline(self) -> str:
-        bad = sum(self.totals.get(v, 0) for v in PROBLEMS)
-        state = "all clear" if not bad and not self.missing else (
-            f"{bad} problem{'s' if bad != 1 else ''}" + (f", {len(self.missing)} backend(s) not run" if self.missing else ""))
-        return f"{len(self.cases)} cases on {len(self.devices)} device(s): {counts_text(self.totals) or 'none'} ({state})"
+        return f"{len(self.cases)} cases on {len(self.devices)} device(s): {counts_text(self.totals) or 'none'}"
 
 
 def census_lines(census: dict) -> list[str]:
@@ -91,7 +119,8 @@ def census_lines(census: dict) -> list[str]:
         from golden.compare import Census
         fields = {k: v for k, v in census.items() if k in Census.__dataclass_fields__}
         fields["shape"] = tuple(fields.get("shape") or ())
-        for k in ("max_abs_index", "max_rel_index"):
+        fields.setdefault("origin", (0, 0))
+        for k in ("max_abs_index", "max_rel_index", "origin"):
             fields[k] = tuple(fields.get(k) or ())
         for k in ("max_abs", "mean_abs", "max_rel", "pearson", "max_abs_allowed"):
             fields[k] = float(fields.get(k, "nan"))

@@ -244,6 +244,9 @@ def test_runtime_config_carries_one_cycle_bound_and_this_workload():
     assert cfg["metasimulation"]["metasimulation_enabled"] is True
     # one node, whatever the user's topology
     assert (cfg["target_config"]["topology"], cfg["target_config"]["no_net_num_nodes"]) == ("no_net_config", 1)
+    # the run farm outlives each case
+    assert runtime_config(dict(RUNTIME, workload=dict(RUNTIME["workload"], terminate_on_completion=True)),
+                          "w.json", 5, None)["workload"]["terminate_on_completion"] is False
     assert base["target_config"]["plusarg_passthrough"] == "+a=1 +max-cycles=7"   # the user's is untouched
     assert runtime_config(RUNTIME, "w.json", 5, None)["metasimulation"]["metasimulation_enabled"] is False
     cfg = runtime_config(base, "w.json", 5, None, fesvr_step_size=300)
@@ -380,3 +383,17 @@ def test_versions_name_the_driver_era():
     assert "+max_cycles specified timeout" in driver_era("1.15.1")
     assert "(timeout)" in driver_era("1.12.0-3-gabc")
     assert driver_era("be558e3").startswith("unknown")
+
+
+def test_a_stale_metasim_stderr_in_the_slot_is_not_read_in_fpga_mode(env):
+    """The slot keeps files between runs and runworkload copies every listed output it finds there
+    (firesim_topology_elements.py:553-567): after a metasimulation, an FPGA run brings back the old
+    metasim_stderr.out with its PASSED line. Only a metasimulation's own is read."""
+    c = case()
+    fs = backend(env, {c.id: {"uart": "uart/pass_outputs.txt", "end": "passed"}}, ACCEL_FIRESIM_METASIM="1")
+    fs.run(c, {})
+    fs = backend(env, {c.id: {"uart": "uart/hang_d1.txt", "end": "max-cycles"}}, ACCEL_FIRESIM_METASIM="0")
+    with pytest.raises(Hang) as info:
+        fs.run(c, {})
+    assert (Path(info.value.detail["results"]) / "job0" / "metasim_stderr.out").is_file()   # it did come back
+    assert "simulation timed out" in info.value.detail["driver"]

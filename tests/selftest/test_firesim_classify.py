@@ -186,3 +186,15 @@ def test_out_lines_round_trip_and_name_what_is_wrong():
         assert words in str(info.value)
     with pytest.raises(uart.LogError, match="printed twice"):
         uart.outputs(uart.markers([line, line]), "x.uartlog")
+
+
+def test_cli_reads_heartbeat_beside_the_uartlog(tmp_path, capsys):
+    job = tmp_path / "job0"
+    job.mkdir()
+    (job / "uartlog").write_text("[dn] d=0 wg=4\n[dc] d=0 cyc=1000\n[dn] d=0 wg=4\n")
+    (job / "heartbeat.csv").write_text("Target Cycle (fastest), Seconds Since Start\n0, 0\n500000000, 10\n9000")
+    assert classify_main([str(job)]) == 0
+    assert capsys.readouterr().out.split("\t")[1] == "progress"      # console cost unknown: no judgement
+    assert classify_main([str(job)], fesvr_step_size=128) == 0
+    out = capsys.readouterr().out.split("\t")
+    assert out[1] == "hang" and "end at cycle 500000000" in out[2]   # the cut last row "9000" is dropped

@@ -127,7 +127,7 @@ def test_heatmap_path_may_not_leave_the_results_folder(tmp_path, capsys, attack)
     assert "array" not in results.load(out)["cases"][0]["detail"]["heatmap"]
     if attack != "arrays/missing.npy":
         assert "heatmap of" in text and "not copied" in text and "refused" in text
-    with pytest.raises(results.ResultsError):
+    with pytest.raises(results.PathRefused):
         results.read_member(run, str(secret) if attack == "ABS" else attack)
 
 
@@ -145,3 +145,30 @@ def test_report_draws_no_heatmap_from_outside_its_folder(tmp_path):
     written = write_all(data, run / "report", base=run)
     assert written["heatmaps"] == []
     assert any("refused" in n for n in written["notes"])
+
+
+def test_merge_reads_each_file_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """Issue 19 item 9: merge was quadratic (each case re-scanned its whole file). Counted, not timed:
+    the passes over a file's cases must not grow with the number of cases
+    (benchmarks/bench_merge.py times 100,000 cases from 10 runners)."""
+    passes = []
+
+    class Cases(list):
+        def __iter__(self):
+            passes.append(1)
+            return super().__iter__()
+
+    real_load = results.load
+
+    def counting_load(path):
+        data = real_load(path)
+        data["cases"] = Cases(data["cases"])
+        return data
+
+    monkeypatch.setattr(results, "load", counting_load)
+    for n in (10, 500):
+        passes.clear()
+        path = _runner(tmp_path, f"r{n}.json", "box", "npu", {f"test_{i}": "PASS" for i in range(n)})
+        merged, _notes = merge.merge([("Phoenix", path)])
+        assert len(merged["cases"]) == n
+        assert len(passes) <= 3, f"{len(passes)} passes over {n} cases"

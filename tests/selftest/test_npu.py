@@ -396,6 +396,7 @@ def test_iron_mode_numbers(iron, cfg):
     case, inputs = _case(cfg)
     assert backend.supports(case) is None
     _check_numbers(backend.run(case, inputs), cfg, inputs)
+    assert backend.versions()["iron_aiegemm"].startswith("seed 000's partition_N AIEGEMM")
 
 
 @pytest.mark.parametrize("bug, caught", [("forward-shape", "forward"), ("stale-dma", "C_1"),
@@ -427,7 +428,9 @@ def test_iron_later_revision_buffer_names(iron, monkeypatch, cfg):
     monkeypatch.setenv("IRON_STANDIN_REVISION", "later")
     standin.fresh()
     case, inputs = _case(cfg)
-    _check_numbers(registry.get("npu").run(case, inputs), cfg, inputs)
+    backend = registry.get("npu")
+    _check_numbers(backend.run(case, inputs), cfg, inputs)
+    assert backend.versions()["iron_aiegemm"].startswith("later partition_N AIEGEMM")
 
 
 def test_iron_reset_gives_the_next_case_a_fresh_device(iron, monkeypatch):

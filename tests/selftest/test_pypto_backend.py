@@ -147,7 +147,10 @@ def test_cann_under_ascend_latest_is_found(monkeypatch, tmp_path):
 
 def test_sim_is_available_with_the_standin(standin):
     assert standin.availability() is None
-    assert standin.versions()["pypto"] == "0.0-standin"
+    v = standin.versions()
+    assert v["pypto"] == "0.0-standin"
+    assert v["ptoas"] == str(PTOAS_ROOT / "bin" / "ptoas")
+    assert (v["ptoas_era"], v["ptoas_version"]) == ("self-linked bin/ptoas (PTOAS >= v0.51)", "ptoas 0.0-standin")
     assert standin.supports(tiles.make_case(tiles.seed_config(1))) is None
     from golden.case import Case
     assert "only" in standin.supports(Case("gemm_partition_n", "x"))

@@ -133,3 +133,34 @@ def test_case_params_carry_the_contract():
     assert R.make_case("softmax", (64, 64)).params["has_f32_reduction"] is True
     with pytest.raises(ValueError):
         R.make_case("nope", (1,))
+
+
+def test_round_toward_zero_accumulation_is_caught_only_by_the_statistics():
+    """A dot product whose f32 additions truncate: every element is within its allowance, but the
+    errors together lean toward zero (magnitude bias) and are wider than the model's roundings."""
+    from golden.dtypes import ulp
+    case = R.make_case("matmul", R.SEED_SHAPES["matmul"])
+    inputs = R.make_inputs(case)
+    a, b = (inputs[k].astype(np.float64) for k in "ab")
+    acc = np.zeros((a.shape[0], b.shape[1]))
+    for k in range(a.shape[1]):
+        s = acc + a[:, k:k + 1] * b[k:k + 1, :]
+        acc = np.trunc(s / ulp(s, "f32")) * ulp(s, "f32")
+    (c,) = _check(case, {"c": acc.astype(np.float32)})
+    assert c.over_tolerance == 0 and not c.ok
+    assert not (c.stats["magnitude_bias"]["ok"] and c.stats["spread"]["ok"])
+
+
+@pytest.mark.parametrize("kind", ["rsqrt", "erf", "cvt", "i8_matmul"])
+def test_library_and_exact_kinds_say_why_they_have_no_statistics(kind):
+    case = R.make_case(kind, R.SEED_SHAPES[kind])
+    for c in _check(case, emu.run(case, R.make_inputs(case))):
+        assert c.ok and c.stats is None and c.stats_note
+
+
+def test_sums_carry_statistics_and_rows_share_them_where_they_must():
+    for kind, correlated in (("row_sum", False), ("matmul", False), ("layernorm", True), ("softmax", True)):
+        case = R.make_case(kind, R.SEED_SHAPES[kind])
+        inputs = R.make_inputs(case)
+        models = R.tolerance(case, inputs, R.reference(case, inputs))
+        assert all(m.kind == "accumulation" and m.rows_correlated == correlated for m in models.values()), kind

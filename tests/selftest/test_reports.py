@@ -1,6 +1,8 @@
-"""Reports: summary.md (matrix, then failures with their census), heatmaps of
-|got - expected| / allowed that show where the garbage is, index.html that opens from disk, and
-the same page and heatmap checked in a real headless Chromium."""
+"""Reports: each opens with the gate's verdict (the same words as `python -m hardware gate`, under
+the default policy and policy/release.toml) and a fault run's banner; summary.md (matrix, then
+failures with their census and rerun line), heatmaps of |got - expected| / allowed that show where
+the garbage is, index.html that opens from disk, CSV matrices and the PR comment; the page and a
+heatmap checked in a real headless Chromium."""
 import json
 import re
 import os
@@ -43,19 +45,67 @@ FAILING = textwrap.dedent('''
 ''')
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _session(root: Path, *options: str) -> Path:
+    """One real session (through pytest) that writes every report; its terminal output is kept
+    next to them in terminal.txt."""
+    report_dir = root / ("reports" if not options else "reports-" + str(abs(hash(options)) % 10 ** 8))
+    proc = subprocess.run(["python", "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                           "--hw", "emu", "--isolation", "none", "--report-dir", str(report_dir), *options,
+                           "test_demo.py"],
+                          cwd=root, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (report_dir / "terminal.txt").write_text(proc.stdout)
+    return report_dir
+
+
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """One real session (through pytest) that writes every report; shared by the checks below."""
+def demo_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("reports_run")
     (root / "conftest.py").write_text('pytest_plugins = ["hardware.plugin"]\n')
     (root / "test_demo.py").write_text(FAILING)
-    proc = subprocess.run(["python", "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-                           "--hw", "emu", "--isolation", "none", "test_demo.py"],
-                          cwd=root, capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ,
-                               "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    return root
+
+
+@pytest.fixture(scope="module")
+def run_dir(demo_root):
+    """The default session, shared by the checks below."""
+    return _session(demo_root)
+
+
+@pytest.fixture(scope="module")
+def release_dir(demo_root):
+    return _session(demo_root, "--gate-policy", str(REPO / "policy" / "release.toml"))
+
+
+@pytest.fixture(scope="module")
+def fault_dir(demo_root):
+    return _session(demo_root, "--inject-fault", "iron-gemm-stale-dma")
+
+
+def _gate_lines(report_dir: Path, *options: str) -> list[str]:
+    proc = subprocess.run(["python", "-m", "hardware", "gate", str(report_dir / "results.json"), *options],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    return root / "reports"
+    return proc.stdout.splitlines()
+
+
+def _verdict_lines(gate_out: list[str]) -> list[str]:
+    """The gate's opening lines: the fault banner (if any) and SHIP / DON'T SHIP: N reasons."""
+    return [ln for ln in gate_out if not ln.startswith("  ")]
+
+
+def _terminal_section(report_dir: Path) -> list[str]:
+    text = (report_dir / "terminal.txt").read_text().splitlines()
+    start = next(i for i, ln in enumerate(text) if "accel-regress summary" in ln)
+    return text[start + 1:]
+
+
+def _markdown_lines(report_dir: Path) -> list[str]:
+    return [ln.strip("*# ") for ln in (report_dir / "summary.md").read_text().splitlines() if ln.strip()]
 
 
 def test_every_report_is_written(run_dir):
@@ -65,9 +115,58 @@ def test_every_report_is_written(run_dir):
     assert len(list((run_dir / "arrays").glob("*.npy"))) == 2
 
 
+@pytest.mark.parametrize("which, options", [("run_dir", ()), ("release_dir", ("--policy", str(REPO / "policy" / "release.toml"))),
+                                             ("fault_dir", ())])
+def test_reports_and_terminal_open_with_the_gates_verdict(request, which, options):
+    report_dir = request.getfixturevalue(which)
+    gate_out = _gate_lines(report_dir, *options)
+    head = _verdict_lines(gate_out)
+    n = len(head)
+    assert _markdown_lines(report_dir)[:n] == head
+    reasons = [ln.strip()[2:] for ln in gate_out if ln.startswith("  - ")]
+    md = (report_dir / "summary.md").read_text()
+    for r in reasons:                       # every blocking reason, in the gate's words
+        assert f"- {r}" in md
+    pr = [ln.strip("*# ") for ln in (report_dir / "pr-comment.md").read_text().splitlines() if ln.strip()]
+    assert pr[:n] == head and pr[n:n + len(reasons)] == [f"- {r}" for r in reasons]
+
+
+def test_release_policy_gives_its_own_verdict(run_dir, release_dir):
+    default, release = _verdict_lines(_gate_lines(run_dir)), _verdict_lines(
+        _gate_lines(release_dir, "--policy", str(REPO / "policy" / "release.toml")))
+    assert default == ["DON'T SHIP: 1 reason"] and release[0].startswith("DON'T SHIP: ") and release != default
+    assert "backend Krackan is required by" in (release_dir / "summary.md").read_text()
+
+
+def test_fault_run_says_so_first_everywhere(fault_dir):
+    banner = "fault iron-gemm-stale-dma injected: not a release run"
+    gate_out = _gate_lines(fault_dir)
+    assert gate_out[0] == banner and gate_out[2].startswith(f"  - {banner} (pass --allow-fault")
+    assert _markdown_lines(fault_dir)[0] == banner
+    assert (fault_dir / "terminal.txt").read_text().splitlines()[0] == banner     # before any result
+    assert (fault_dir / "pr-comment.md").read_text().startswith(f"**{banner}**")
+    assert f"<div id='fault'>{banner}</div>" in (fault_dir / "index.html").read_text()
+    allowed = subprocess.run(["python", "-m", "hardware", "gate", str(fault_dir / "results.json"), "--allow-fault"],
+                             capture_output=True, text=True, cwd=REPO).stdout.splitlines()
+    assert allowed[0] == banner and not any(banner + " (pass" in ln for ln in allowed)
+
+
+def test_csv_matrices_and_pr_comment(run_dir):
+    import csv
+    rows = list(csv.reader((run_dir / "matrix.csv").open()))
+    assert rows[0] == ["test", "family", "emu"]
+    assert ["test_demo.py::test_tile_row0", "gemm_partition_n", "FAIL"] in rows and len(rows) == 4
+    per = list(csv.reader((run_dir / "matrix-emu.csv").open()))
+    assert per[0] == ["test", "family", "verdict", "stage", "duration_s", "message"]
+    assert any(r[0] == "test_demo.py::test_tile_row0" and r[2] == "FAIL" and "not close" in r[5] for r in per)
+    pr = (run_dir / "pr-comment.md").read_text()
+    assert "| emu | 1 | 2 |" in pr and "- FAIL `test_demo.py::test_tile_row0` on emu" in pr
+    assert "[index.html](index.html)" in pr and len(pr.splitlines()) < 25
+
+
 def test_summary_markdown_matrix_then_failures_with_census(run_dir):
     md = (run_dir / "summary.md").read_text()
-    assert md.startswith("# accel-regress report\n\n**3 cases on 1 device(s): 1 PASS, 2 FAIL (2 problems)**")
+    assert "**3 cases on 1 device(s): 1 PASS, 2 FAIL**" in md
     assert "| family | emu |\n|---|---|\n| gemm_partition_n | 1 PASS, 2 FAIL |" in md
     assert "| `test_demo.py::test_tile_row0` | FAIL |" in md
     assert md.index("## Family × device") < md.index("## Test × device") < md.index("## Failures (2)")
@@ -75,8 +174,9 @@ def test_summary_markdown_matrix_then_failures_with_census(run_dir):
     assert "Mismatched elements: 15 / 4096 (0.4%) over tolerance" in tile
     assert "Where: row 0, cols 1-15: 15 elements" in tile
     assert re.search(r"!\[\|got - expected\| / allowed\]\(heatmaps/test_tile_row0_emu-[0-9a-f]{8}\.png\)", tile)
+    assert "rerun: `python -m pytest 'test_demo.py::test_tile_row0[emu]' --hw emu --isolation none`" in tile
     parts = md[md.index("### FAIL · emu · `test_demo.py::test_partitions[emu]`"):]
-    assert "Where: scattered over rows 0-63; cols 64-255" in parts
+    assert "Where: block rows 0-63, cols 64-255: 12145 of 12288 elements (98.8%)" in parts
 
 
 def test_ratio_map_marks_exactly_the_bad_elements():
@@ -141,7 +241,7 @@ class _Links(HTMLParser):
 def test_index_html_links_resolve_on_disk(run_dir):
     page = _Links()
     page.feed((run_dir / "index.html").read_text())
-    assert {"headline", "families", "matrix"} <= set(page.ids)
+    assert {"verdict", "headline", "families", "matrix"} <= set(page.ids)
     assert {"summary.md", "results.json", "junit.xml"} <= set(page.links)
     assert sum(1 for x in page.links if x.startswith("heatmaps/")) >= 2
     for link in page.links:
@@ -153,7 +253,8 @@ def test_report_command_on_a_results_file(run_dir, tmp_path, capsys):
     from hardware import report
     out = tmp_path / "again"
     assert report.main([str(run_dir / "results.json"), "--out", str(out)]) == 0
-    assert "(2 heatmap(s))" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert said.startswith("DON'T SHIP: 1 reason\n") and "(2 heatmap(s), 2 CSV file(s))" in said
     assert (out / "index.html").is_file() and len(list((out / "heatmaps").glob("*.png"))) == 2
     page = _Links()
     page.feed((out / "index.html").read_text())
@@ -181,8 +282,49 @@ def _shoot(url: str, png: Path, profile: Path, size="1280,1800"):
     assert png.is_file(), f"chromium wrote no screenshot (exit {proc.returncode}): {proc.stderr[-2000:]}"
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (Debian package `chromium`): "
-                                                 "the browser check of index.html is skipped")
+def _dom(page: Path, profile: Path) -> str:
+    return subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+                          capture_output=True, text=True, timeout=120).stdout
+
+
+class _Text(HTMLParser):
+    """The visible text of a page's body, in order, one entry per text node."""
+    def __init__(self):
+        super().__init__()
+        self.lines, self._skip = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self._skip += tag in ("head", "style", "script", "title")
+
+    def handle_endtag(self, tag):
+        self._skip -= tag in ("head", "style", "script", "title")
+
+    def handle_data(self, data):
+        if not self._skip and data.strip():
+            self.lines.append(data.strip())
+
+
+_NO_CHROMIUM = pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (Debian package "
+                                                              "`chromium`): the browser check of index.html is skipped")
+
+
+@_NO_CHROMIUM
+@pytest.mark.parametrize("which, options", [("run_dir", ()), ("release_dir", ("--policy", str(REPO / "policy" / "release.toml"))),
+                                             ("fault_dir", ())])
+def test_browser_shows_the_gates_verdict_first(request, tmp_path, which, options):
+    report_dir = request.getfixturevalue(which)
+    gate_out = _gate_lines(report_dir, *options)
+    text = _Text()
+    text.feed(_dom(report_dir / "index.html", tmp_path / "profile"))
+    head = _verdict_lines(gate_out)
+    assert text.lines[:len(head)] == head
+    reasons = [ln.strip()[2:] for ln in gate_out if ln.startswith("  - ")]
+    assert text.lines[len(head):len(head) + len(reasons)] == reasons
+
+
+@_NO_CHROMIUM
 def test_index_and_heatmap_in_headless_chromium(run_dir, tmp_path):
     from matplotlib import image
     shot = tmp_path / "index.png"
@@ -192,11 +334,7 @@ def test_index_and_heatmap_in_headless_chromium(run_dir, tmp_path):
     # are on the screen, which no other element of the page uses.
     assert img[..., :3].std() > 0.05
     assert len(_over_pixels(img)) > 200
-    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                          f"--user-data-dir={tmp_path / 'profile2'}", "--dump-dom",
-                          (run_dir / "index.html").resolve().as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = _dom(run_dir / "index.html", tmp_path / "profile2")
     assert "3 cases on 1 device(s)" in dom and "Where: row 0, cols 1-15: 15 elements" in dom
     heat = tmp_path / "heat.png"
     png = next((run_dir / "heatmaps").glob("test_tile_row0*.png")).resolve()

@@ -110,6 +110,13 @@ def test_sew_follows_vsetvli_and_unknown_after_vsetvl():
     assert (d.vfredosum, d.vfredusum) == (0, 0)
 
 
+def test_hand_written_assembly_without_type_directives():
+    text = "\t.text\n\t.globl\tdot16\ndot16:\n\tvsetvli\tt0, a2, e16, m1, ta, ma\n" \
+           "\tvfredusum.vs\tv8, v8, v9\n\tret\nhelper:\n\tret\n"
+    scans = scan.scan_text(text, "k.s", dispatch_only=False)
+    assert [(d.function, d.reductions) for d in scans] == [("dot16", {"vfredusum": {"e16": 1}}), ("helper", {})]
+
+
 def test_python_m_hardware_scan_rvv_on_any_file(tmp_path):
     run = subprocess.run([sys.executable, "-m", "hardware", "scan-rvv", str(REAL / "clang16_sum_fastmath.s"),
                           str(REAL / "iree_rowsum_f16_v_zvfh.s")], cwd=REPO, capture_output=True, text=True,

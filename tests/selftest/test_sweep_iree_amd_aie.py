@@ -7,6 +7,7 @@ they speak; in seed 003's (2024-04) 2304 aborts the compiler, 2432 fails it, N =
 M != 640 hangs the NPU.
 """
 import json
+import re
 import os
 import stat
 import sys
@@ -201,3 +202,57 @@ def test_sweep_on_the_standin_names_every_verdict(seed_era, capsys):
     assert rows == {("64", "64", "64"): "PASS", ("8", "8", "640"): "HANG",
                     ("2304", "8", "8"): "COMPILE_ERROR", ("8", "8", "2432"): "COMPILE_ERROR"}
     assert "block with no terminator" in out and "Currently do not support remainder tiles" in out
+
+
+# --- against the plugin's real history (tests/selftest/fixtures/real/iree_amd_aie/) ------------
+
+REAL = Path(__file__).parent / "fixtures" / "real" / "iree_amd_aie"
+HISTORY = json.loads((REAL / "options_by_commit.json").read_text())["commits"]
+ERA_COMMIT = {"2024-04": "35e1c0d3", "2024-10": "fad96292", "2026-06": "fddfec1b"}
+
+
+def _facts(era):
+    return next(v for k, v in HISTORY.items() if k.startswith(ERA_COMMIT[era]))
+
+
+@pytest.mark.parametrize("era", sorted(ERA_COMMIT))
+def test_every_flag_and_driver_is_in_the_plugins_source(standin, monkeypatch, era):
+    """What the backend passes to the compiler of each era exists in the plugin's source at that
+    commit, enum values included, and the driver is one that commit's runtime registers."""
+    monkeypatch.setenv("STANDIN_ERA", era)
+    facts = _facts(era)
+    backend = IreeAmdAieBackend()
+    case = mm.make_case(mm.MatmulConfig(32, 32, 32))
+    backend.run(case, mm.make_inputs(case))
+    plugin_flags = [a for a in _compile_argv(standin["log"]) if a.startswith(("--iree-amd-aie", "--iree-amdaie"))]
+    for flag in plugin_flags:
+        name, _, value = flag[2:].partition("=")
+        assert name in facts["options"], (era, flag)
+        assert value in facts["option_values"].get(name, [value]), (era, flag)
+    driver = backend.versions()["hal-driver"]
+    assert driver in facts["runtime_drivers"]
+    assert "iree-amdaie-device-hal" not in facts["options"] or driver in facts["option_values"]["iree-amdaie-device-hal"]
+
+
+def test_seed_era_flags_are_the_seed_eras_script(seed_era):
+    """The use-pipeline era's compile line is the one build_tools/ci/run_matmul_test.sh ran then."""
+    script = (REAL / "run_matmul_test.sh.2024-04.txt").read_text()
+    script_flags = set(re.findall(r"(--iree-[\w-]+)=", script))
+    case = mm.make_case(mm.MatmulConfig(32, 32, 32))
+    IreeAmdAieBackend().run(case, mm.make_inputs(case))
+    ours = {a.split("=", 1)[0] for a in _compile_argv(seed_era["log"]) if a.startswith("--iree-")}
+    assert ours <= script_flags
+    assert {"--iree-amdaie-use-pipeline", "--iree-amd-aie-mlir-aie-install-dir"} <= ours
+    assert 'local device="xrt"' in script and 'local pipeline="pad-pack"' in script
+
+
+def test_current_flags_are_the_e2e_scripts(standin):
+    """Today's compile and run lines follow build_tools/ci/cpu_comparison/run.py."""
+    script = (REAL / "run.py.2026-06.txt").read_text()
+    script_flags = set(re.findall(r"(--iree-[\w-]+)=", script))
+    case = mm.make_case(mm.MatmulConfig(32, 32, 32))
+    IreeAmdAieBackend().run(case, mm.make_inputs(case))
+    ours = {a.split("=", 1)[0] for a in _compile_argv(standin["log"]) if a.startswith("--iree-")}
+    assert ours <= script_flags, ours - script_flags
+    assert 'default="amdxdna"' in script and "--device={config.device_hal}" in script
+    assert "--device=amdxdna" in _run_argv(standin["log"])
