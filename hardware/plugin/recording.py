@@ -18,6 +18,7 @@ from golden.compare import Mismatch
 from hardware import registry, results, runner, verdicts
 from hardware.errors import SetupError, VerdictError
 from hardware.plugin import isolation
+from hardware.plugin.fixtures import NOT_APPLICABLE
 
 _RECORD = pytest.StashKey[dict]()
 PROP = "accel_regress"      # the JUnit property that carries a case's record, as JSON
@@ -50,17 +51,18 @@ def _new_record(item) -> dict:
     callspec = getattr(item, "callspec", None)
     backend = callspec.params.get("hw") if callspec else None
     fam = item.get_closest_marker("family")
+    # A test on no backend (a harness check) is a result too, under its family, else its file's name.
+    family = fam.args[0] if fam else ("selftest" if item.get_closest_marker("selftest") else item.path.stem)
     return {"nodeid": item.nodeid, "test": item.name, "backend": backend,
-            "family": fam.args[0] if fam else None, "verdict": None, "stage": None, "message": "",
+            "family": family, "verdict": None, "stage": None, "message": "",
             "census": [], "detail": {}, "_runs": [], "_start": time.time()}
 
 
 @pytest.hookimpl(tryfirst=True)   # before pytest's own skip marks, so a SKIP is a result too
 def pytest_runtest_setup(item):
     global _current
-    # Only suite cases (tests that run on a backend) are results; selftests are not.
-    if "hw" in getattr(item, "fixturenames", ()):
-        item.stash[_RECORD] = _current = _new_record(item)
+    # Every test is a result (the headline counts what pytest counts); backend None when it runs on none.
+    item.stash[_RECORD] = _current = _new_record(item)
 
 
 def _classify(rec: dict, report, call) -> None:
@@ -124,6 +126,8 @@ def pytest_runtest_makereport(item, call):
     if rec is None:
         return report
     _classify(rec, report, call)
+    if rec["verdict"] == verdicts.SKIP and NOT_APPLICABLE in item.stash:
+        rec["verdict"] = verdicts.NOT_APPLICABLE
     if report.when == "teardown":
         record = _finish_record(rec)
         item.config.hook.pytest_accel_regress_record(item=item, record=record)
@@ -209,12 +213,8 @@ def _interrupted_records(session, reason: str) -> list[dict]:
             rec = _as_result(_current)
         else:
             item = items.get(nodeid)
-            if item is not None and "hw" not in getattr(item, "fixturenames", ()):
-                continue    # not a suite case (a selftest): not a result
             # Under xdist the controller knows only the node id.
             backend = _backend_in(nodeid)
-            if item is None and backend is None:
-                continue
             rec = {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": backend, "family": None,
                    "census": [], "detail": {}, "runs": [], "versions": {}}
         rec.update(verdict=verdicts.INTERRUPTED, stage="run",
