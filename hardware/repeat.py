@@ -1,10 +1,12 @@
 """``--repeat N``: run every suite case N times, to catch intermittent bugs (iree-amd-aie's CI saw 2
 wrong results in 1000 runs).
 
-The whole test body runs N times in the same pytest item, alternating between the warm isolated
-worker (runs 1, 3, 5 ...) and a freshly started one (runs 2, 4 ...), so state a worker keeps
-between cases (a device handle, a cache, a leaked buffer) and state a fresh process rebuilds both
-get their chance. The outcomes decide:
+Every backend run of a case happens N times, alternating between the warm isolated worker (runs
+1, 3, 5 ...) and a freshly started one (runs 2, 4 ...), so state a worker keeps between cases (a
+device handle, a cache, a leaked buffer) and state a fresh process rebuilds both get their chance;
+the test body then runs N times, repetition i checking the outputs of run i. A run made in a
+(module-scoped) fixture is made N times at once and handed to the body as a ``Repeated`` run; a
+run the body makes itself is made once per repetition. The outcomes decide:
 - all the same: the case's verdict is that outcome (the first failure is reported as it was);
 - mixed: the verdict is FLAKY, with its rate k of N (k = runs that did not pass), which runs and
   workers failed how, and what differed between a failing and a passing run: outputs element by
@@ -37,9 +39,57 @@ def pytest_addoption(parser):
              "are FLAKY with their rate k/N (default 1)")
 
 
+_repeat = 1
+_index: Optional[int] = None      # the repetition the test body is in (None: outside any body)
+
+
 def pytest_configure(config):
-    if config.getoption("repeat") < 1:
-        raise pytest.UsageError(f"--repeat: must be 1 or more, not {config.getoption('repeat')}")
+    global _repeat
+    n = config.getoption("repeat")
+    if n < 1:
+        raise pytest.UsageError(f"--repeat: must be 1 or more, not {n}")
+    config._accel_repeat_saved = (_repeat, runner.run_case)   # a session inside a session restores it
+    _repeat = n
+    if n > 1:
+        runner.run_case = _run_case
+
+
+def pytest_unconfigure(config):
+    global _repeat
+    saved = getattr(config, "_accel_repeat_saved", None)
+    if saved is not None:
+        _repeat, runner.run_case = saved
+
+
+class Repeated:
+    """N runs of one case; reads as the run of the repetition the test body is in."""
+
+    def __init__(self, runs: list):
+        self.runs = runs
+
+    def current(self):
+        return self.runs[_index if _index is not None and _index < len(self.runs) else 0]
+
+    def __getattr__(self, name):
+        return getattr(self.current(), name)
+
+    def __getitem__(self, name):
+        return self.current()[name]
+
+
+def _run_case(backend_name, case, inputs, **kw):
+    plain = _PLAIN_RUN_CASE
+    if _index is not None:           # the body's own call, once per repetition
+        return plain(backend_name, case, inputs, **kw)
+    runs = []
+    for i in range(_repeat):
+        if i % 2 == 1:
+            _fresh_worker()
+        run = plain(backend_name, case, inputs, **kw)
+        if run.skip:                 # cannot run here: one SKIP, not N
+            return run
+        runs.append(run)
+    return Repeated(runs)
 
 
 @dataclass
@@ -65,6 +115,9 @@ def _verdict_of(exc: Optional[BaseException]) -> str:
     if isinstance(exc, (Unsupported, pytest.skip.Exception)):
         return verdicts.SKIP
     return verdicts.FAIL
+
+
+_PLAIN_RUN_CASE = runner.run_case
 
 
 def _fresh_worker() -> str:
@@ -139,7 +192,9 @@ def differences(bad: Outcome, good: Outcome) -> list[str]:
         if c.differ:
             lines.append(f"output {name}: {c.differ} of {c.elements} elements differ between runs {bad.n} and "
                          f"{good.n}, largest by {c.max_abs:.6g} at {c.max_abs_index}; where: {c.where()}")
-    lines.append(f"time: {bad.seconds:.3f} s in run {bad.n}, {good.seconds:.3f} s in run {good.n}")
+    if bad.runs and good.runs:
+        lines.append(f"backend time: {sum(r.duration_s for r in bad.runs):.3f} s in run {bad.n}, "
+                     f"{sum(r.duration_s for r in good.runs):.3f} s in run {good.n}")
     return lines
 
 
@@ -182,12 +237,17 @@ def pytest_runtest_call(item):
     original = item.runtest
 
     def repeated():
+        global _index
         outcomes = []
-        for i in range(n):
-            outcome = _run_once(original, i + 1, fresh=i % 2 == 1)
-            if i == 0 and outcome.verdict == verdicts.SKIP:
-                raise outcome.exc          # a case that cannot run here is a SKIP, not N of them
-            outcomes.append(outcome)
+        try:
+            for i in range(n):
+                _index = i
+                outcome = _run_once(original, i + 1, fresh=i % 2 == 1)
+                if i == 0 and outcome.verdict == verdicts.SKIP:
+                    raise outcome.exc          # a case that cannot run here is a SKIP, not N of them
+                outcomes.append(outcome)
+        finally:
+            _index = None
         exc = decide(outcomes)
         if exc is not None:
             raise exc
