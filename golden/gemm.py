@@ -9,7 +9,7 @@ rounding remain to be allowed for (golden/tolerance.py).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -45,7 +45,7 @@ class GemmConfig:
         b = "T" if self.b_col_maj else "F"
         c = "T" if self.c_col_maj else "F"
         return (f"M{self.M}-K{self.K}-N{self.N}-m{self.tile_m}-k{self.tile_k}-n{self.tile_n}"
-                f"-c{self.num_aie_columns}-b{b}-c{c}-P{self.partition_N}")
+                f"-c{self.num_aie_columns}-b{b}-c{c}-P{self.partition_N}" + ("" if self.emulate_bfp16 else "-bf16"))
 
     @property
     def n_part(self) -> int:
@@ -161,3 +161,8 @@ LLAMA_VOCAB = GemmConfig(2048, 2048, 128256, 64, 64, 64, 8, True, False, 4)
 # The vocab projection's structure at a size for every run: N/partition_N (1002) is not a multiple
 # of tile_n * columns, so each partition is padded, as 32064 -> 32256 is for Llama.
 VOCAB_MINI = GemmConfig(256, 512, 4008, 64, 64, 64, 8, True, False, 4)
+# The same operator without bfp16 emulation (IRON's emulate_bf16_mmul_with_bfp16 off): what a
+# compiler that computes bf16 x bf16 exactly in f32 (IREE) runs, on the seed's P4 shapes.
+# M64-K128-N256-P4 is small enough for a simulator's default run.
+BF16_CONFIGS = [replace(c, emulate_bfp16=False) for c in (CI_CONFIGS[7], CI_CONFIGS[1], VOCAB_MINI)] + [
+    GemmConfig(64, 128, 256, 16, 64, 64, 4, True, False, 4, emulate_bfp16=False)]

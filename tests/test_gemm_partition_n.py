@@ -9,13 +9,15 @@ own partition_N=1 GEMM.
 """
 import pytest
 
-from golden import assert_close, gemm
+from golden import assert_close, gemm, store
+from hardware.budget import simulator_budget_skip
 
 pytestmark = pytest.mark.family(gemm.OP)
 
 CONFIGS = [pytest.param(c, id=c.id) for c in gemm.CI_CONFIGS] + [
     pytest.param(gemm.VOCAB_MINI, id="vocab-mini-" + gemm.VOCAB_MINI.id),
-    pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.id, marks=pytest.mark.large)]
+    pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.id, marks=pytest.mark.large)] + [
+    pytest.param(c, id=c.id) for c in gemm.BF16_CONFIGS]
 
 
 def _partitions(configs):
@@ -39,16 +41,17 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return gemm.make_inputs(case)
+    return store.cached("inputs", case, lambda: gemm.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
-def expected(inputs, cfg):
-    return gemm.expected(inputs, cfg)
+def expected(case, inputs, cfg):
+    return store.cached("expected", case, lambda: gemm.expected(inputs, cfg))
 
 
 @pytest.fixture(scope="module")
-def run(hw, case, inputs):
+def run(hw, cfg, case, inputs, request):
+    simulator_budget_skip(hw, cfg.M * cfg.K * cfg.N, request.config)
     return hw.run(case, inputs)
 
 
@@ -77,7 +80,8 @@ def test_partition(run, cfg, part, expected):
 
 @pytest.mark.parametrize("cfg, part", [p for p in _partitions(CONFIGS) if p.values[0].partition_N > 1],
                          indirect=["cfg"])
-def test_standalone_partition(hw, cfg, part, inputs, expected, golden_seed):
+def test_standalone_partition(hw, cfg, part, inputs, expected, golden_seed, request):
+    simulator_budget_skip(hw, cfg.M * cfg.K * cfg.n_part, request.config)
     ref, tol = expected
     single = cfg.standalone(part)
     run = hw.run(gemm.make_case(single, golden_seed), gemm.standalone_inputs(inputs, cfg, part))

@@ -93,6 +93,7 @@ def _classify(rec: dict, report, call) -> None:
     elif isinstance(exc, Mismatch):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
         rec["census"].append(exc.census.to_json())
+        rec["detail"].update(getattr(exc, "detail", {}))     # e.g. compare mode's per-step table
         report.longrepr = str(exc) + _notes(exc)
     elif isinstance(exc, AssertionError):
         rec["verdict"], rec["stage"] = verdicts.FAIL, "compare"
@@ -225,10 +226,14 @@ def _interrupted_records(session, reason: str) -> list[dict]:
     return out
 
 
+@pytest.hookimpl(tryfirst=True)     # before any other plugin's session end can fail
 def pytest_sessionfinish(session, exitstatus):
+    isolation.phase = "finishing"     # a stop signal now is noted, never cuts the writing short
     sink = getattr(session.config, "_accel_sink", None)
     if sink is None:
         return
+    if int(exitstatus) == pytest.ExitCode.INTERNAL_ERROR and isolation.stop_reason is None:
+        isolation.stop_reason = "an internal error of the suite (pytest exit status 3)"
     stop_reason = isolation.stop_reason
     interrupted = bool(session.shouldstop) or int(exitstatus) == 2 or stop_reason is not None
     if interrupted:
