@@ -145,13 +145,16 @@ def _e_gemm(p, ins, ref):
 
 def _e_rope(p, ins, ref):
     """The angle pos*f: f = theta**(-2i/D) by powf (16 ulp) and one multiply, so |da| <=
-    (32u + u)|a|/(1-33u); cos and sin add 4 ulp (<= 8u, their values are <= 1); then two
+    (32u + u)|a|/(1-33u); cos and sin add 4 ulp (<= 8u, their values are <= 1), and up to ub
+    more where they are held in bf16, as IRON's RoPE reads them (amd/IRON rope/op.py@1a475cbe:
+    angle_table returns a torch.bfloat16 [cos, sin, ...] table, the kernel's input); then two
     products and a sum round (gamma_2)."""
     (x,) = ins
     xh = np.abs(x.reshape(-1, int(p["head_dim"])))
     h = xh.shape[1] // 2
     a = np.abs(rope_angles(p))
     dcs = 33 * U * a / (1 - 33 * U) + 2 * ULP_TRIG * U
+    dcs = dcs + UB * (1 + dcs)
     both = xh[:, :h] + xh[:, h:]
     e = both * dcs + gamma(2) * both * (1 + dcs)
     return np.concatenate([e, e], axis=1)

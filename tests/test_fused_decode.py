@@ -11,7 +11,7 @@ Reference mode (the whole runlist on the CPU, no device) is
 import numpy as np
 import pytest
 
-from golden import assert_close
+from golden import assert_close, store
 from golden import fused_decode as F
 
 pytestmark = pytest.mark.family(F.OP)
@@ -32,7 +32,7 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return F.make_inputs(case)
+    return store.cached("inputs", case, lambda: F.make_inputs(case))
 
 
 @pytest.fixture(scope="module")

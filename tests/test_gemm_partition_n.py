@@ -9,7 +9,7 @@ own partition_N=1 GEMM.
 """
 import pytest
 
-from golden import assert_close, gemm
+from golden import assert_close, gemm, store
 from hardware.budget import simulator_budget_skip
 
 pytestmark = pytest.mark.family(gemm.OP)
@@ -41,12 +41,12 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return gemm.make_inputs(case)
+    return store.cached("inputs", case, lambda: gemm.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
-def expected(inputs, cfg):
-    return gemm.expected(inputs, cfg)
+def expected(case, inputs, cfg):
+    return store.cached("expected", case, lambda: gemm.expected(inputs, cfg))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ error model of golden/matmul.py. A compile error or a hang is its own verdict (r
 """
 import pytest
 
-from golden import assert_close
+from golden import assert_close, store
 from golden import matmul as mm
 from hardware.budget import simulator_budget_skip
 
@@ -53,12 +53,12 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return mm.make_inputs(case)
+    return store.cached("inputs", case, lambda: mm.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
 def expected(case, inputs):
-    return mm.expected(case, inputs)
+    return store.cached("expected", case, lambda: mm.expected(case, inputs))
 
 
 @pytest.fixture(scope="module")

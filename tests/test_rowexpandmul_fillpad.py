@@ -11,7 +11,7 @@ over ptoas-emitted C++.
 """
 import pytest
 
-from golden import census, tiles
+from golden import census, store, tiles
 from hardware import runner
 from hardware.budget import skip_on_simulator
 
@@ -34,12 +34,12 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return tiles.make_inputs(case)
+    return store.cached("inputs", case, lambda: tiles.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
-def expected(inputs, cfg):
-    return tiles.reference(inputs, cfg)
+def expected(case, inputs, cfg):
+    return store.cached("expected", case, lambda: tiles.reference(inputs, cfg))
 
 
 # A simulator builds and runs one harness per case: by default it gets seed 002's kernel at

@@ -11,8 +11,10 @@ its copy).
 Flags may name files inside the output folder with the placeholder ``{out}``
 (``--iree-llvmcpu-static-library-output-path={out}/lib.o``); it is replaced by the real folder.
 
-The cache lives in ``$ACCEL_IREE_CACHE``, else ``<repo>/.cache/iree`` (git-ignored) in a checkout, else
-``$XDG_CACHE_HOME/accel-regress/iree`` (never inside an installed package). A failed
+The cache lives in ``$ACCEL_IREE_CACHE``, else ``$XDG_CACHE_HOME/accel-regress/iree`` (default
+``~/.cache/accel-regress/iree``): outside the checkout, so a runner keeps it across clones and
+checkouts, and never inside an installed package. Its key holds everything that decides the
+output, so checkouts and processes can share it. A failed
 compile is not cached: it raises ``hardware.CompileError`` with the compiler's diagnostic in
 ``detail['diagnostic']``; a compile that outlives its bound raises ``hardware.Hang`` at stage
 ``compile``.
@@ -32,7 +34,6 @@ from typing import Callable, Optional, Sequence
 
 from hardware.errors import CompileError, Hang
 
-REPO = Path(__file__).resolve().parents[2]
 PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
 VMFB = "module.vmfb"
 DIAGNOSTIC_CHARS = 20000
@@ -42,8 +43,6 @@ def cache_root() -> Path:
     env = os.environ.get("ACCEL_IREE_CACHE")
     if env:
         return Path(env)
-    if (REPO / "pyproject.toml").is_file():
-        return REPO / ".cache" / "iree"
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-regress" / "iree"
 
 

@@ -17,6 +17,7 @@ pytest_plugins = [
     "hardware.plugin.terminal",
     "hardware.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
     "hardware.report.plugin",           # markdown, html and heatmaps after results.json
+    "hardware.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N
     "hardware.npu.markers",             # supported_devices, --npu-artifacts, --npu-mode
     "hardware.pypto.pto_cpp_option",    # --pto-cpp: lint ptoas output
     "hardware.qemu_rvv.report_plugin",  # RVV codegen scan in qemu-rvv / firesim records

@@ -44,6 +44,7 @@ class Option:
     choices: Optional[tuple] = None
     repeat: bool = False            # may be given several times (a list)
     path: bool = False              # an ini value is relative to the ini file
+    switch: bool = False            # a flag without a value (ini: true/false)
 
     @property
     def flag(self) -> str:
@@ -75,6 +76,8 @@ OPTIONS = (
            "pytest(-xdist) worker, e.g. 0,1 or npu=0,1 (repeatable)", repeat=True),
     Option("device_lock_dir", "DIR", "where the per-device lock files live (default $TMPDIR/accel-regress-devices)",
            path=True),
+    Option("no_golden_cache", "", "compute every golden afresh: neither read nor write the golden store "
+           "($ACCEL_GOLDEN_CACHE, default ~/.cache/accel-regress/golden)", switch=True, default=False),
 )
 
 
@@ -90,6 +93,11 @@ def pytest_addoption(parser):
         _FEATURE.append(arg)
     for opt in OPTIONS:
         # default None on the command line: "not given", so the ini file can fill it in.
+        if opt.switch:
+            g.addoption(opt.flag, dest=opt.dest, default=None, action="store_true",
+                        help=f"{opt.help} [ini: {opt.ini}]")
+            parser.addini(opt.ini, f"{opt.flag} (the command line wins)", type="bool", default=None)
+            continue
         g.addoption(opt.flag, dest=opt.dest, default=None, metavar=opt.metavar,
                     action="append" if opt.repeat else "store",
                     help=f"{opt.help} [ini: {opt.ini}]")
@@ -182,6 +190,8 @@ def pytest_configure(config):
     for arg in _FEATURE:
         _resolve_feature(config, arg)
     _check_session_timeout(config)
+    from golden import store
+    store.configure(enabled=not config.getoption("no_golden_cache"))
     try:
         config._accel_hw = registry.parse(config.getoption("hw"))
     except registry.RegistrationError as exc:

@@ -19,6 +19,7 @@ from golden.compare import Mismatch
 from hardware import registry, results, runner, verdicts
 from hardware.errors import SetupError, VerdictError
 from hardware.plugin import isolation
+from hardware.plugin.fixtures import NOT_APPLICABLE
 
 _RECORD = pytest.StashKey[dict]()
 PROP = "accel_regress"      # the JUnit property that carries a case's record, as JSON
@@ -52,17 +53,18 @@ def _new_record(item) -> dict:
     callspec = getattr(item, "callspec", None)
     backend = callspec.params.get("hw") if callspec else None
     fam = item.get_closest_marker("family")
+    # A test on no backend (a harness check) is a result too, under its family, else its file's name.
+    family = fam.args[0] if fam else ("selftest" if item.get_closest_marker("selftest") else item.path.stem)
     return {"nodeid": item.nodeid, "test": item.name, "backend": backend,
-            "family": fam.args[0] if fam else None, "verdict": None, "stage": None, "message": "",
+            "family": family, "verdict": None, "stage": None, "message": "",
             "census": [], "detail": {}, "_runs": [], "_start": time.time()}
 
 
 @pytest.hookimpl(tryfirst=True)   # before pytest's own skip marks, so a SKIP is a result too
 def pytest_runtest_setup(item):
     global _current
-    # Only suite cases (tests that run on a backend) are results; selftests are not.
-    if "hw" in getattr(item, "fixturenames", ()):
-        item.stash[_RECORD] = _current = _new_record(item)
+    # Every test is a result (the headline counts what pytest counts); backend None when it runs on none.
+    item.stash[_RECORD] = _current = _new_record(item)
 
 
 def _classify(rec: dict, report, call) -> None:
@@ -129,6 +131,8 @@ def pytest_runtest_makereport(item, call):
             _add_section(report, "rerun this case", rerun_line(item, None))
         return report
     _classify(rec, report, call)
+    if rec["verdict"] == verdicts.SKIP and NOT_APPLICABLE in item.stash:
+        rec["verdict"] = verdicts.NOT_APPLICABLE
     if report.failed:
         rec["rerun"] = rerun_line(item, rec["backend"])
         _add_section(report, "rerun this case", rec["rerun"])
@@ -233,12 +237,8 @@ def _interrupted_records(session, reason: str) -> list[dict]:
             rec = _as_result(_current)
         else:
             item = items.get(nodeid)
-            if item is not None and "hw" not in getattr(item, "fixturenames", ()):
-                continue    # not a suite case (a selftest): not a result
             # Under xdist the controller knows only the node id.
             backend = _backend_in(nodeid)
-            if item is None and backend is None:
-                continue
             rec = {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": backend, "family": None,
                    "census": [], "detail": {}, "runs": [], "versions": {}}
         rec.update(verdict=verdicts.INTERRUPTED, stage="run",
@@ -249,24 +249,12 @@ def _interrupted_records(session, reason: str) -> list[dict]:
     return out
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)
+@pytest.hookimpl(tryfirst=True)     # before any other plugin's session end can fail
 def pytest_sessionfinish(session, exitstatus):
-    # results.json before any other plugin's session end can fail; the reports after them all,
-    # when pytest's junit.xml (which they link) is written too.
     isolation.phase = "finishing"     # a stop signal now is noted, never cuts the writing short
-    data = _write_results(session, exitstatus)
-    try:
-        return (yield)
-    finally:
-        if data is not None:
-            session.config.hook.pytest_accel_regress_session_finished(
-                config=session.config, data=data, report_dir=session.config._accel_sink.dir)
-
-
-def _write_results(session, exitstatus) -> Optional[dict]:
     sink = getattr(session.config, "_accel_sink", None)
     if sink is None:
-        return None
+        return
     if int(exitstatus) == pytest.ExitCode.INTERNAL_ERROR and isolation.stop_reason is None:
         isolation.stop_reason = "an internal error of the suite (pytest exit status 3)"
     stop_reason = isolation.stop_reason
@@ -284,4 +272,5 @@ def _write_results(session, exitstatus) -> Optional[dict]:
                        interrupted=interrupted, complete=not (interrupted or stopped_early),
                        **({"stop_reason": stop_reason} if stop_reason else {}))
     session.config._accel_data = data
-    return data
+    session.config.hook.pytest_accel_regress_session_finished(config=session.config, data=data,
+                                                              report_dir=sink.dir)
