@@ -74,6 +74,7 @@ class Run:
 
     @property
     def outputs(self) -> dict[str, np.ndarray]:
+        __tracebackhide__ = True    # a failure points at the test's line, not here
         if observer is not None:
             observer(self)
         if self.skip:
@@ -83,6 +84,7 @@ class Run:
         return self._outputs
 
     def __getitem__(self, name: str) -> np.ndarray:
+        __tracebackhide__ = True
         outputs = self.outputs
         if name not in outputs:
             raise Crash(f"{self.backend} returned no output {name!r} (it returned {', '.join(outputs) or 'nothing'})",
@@ -175,7 +177,7 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     try:
         run._outputs = invoke(job)
     except VerdictError as exc:
-        run.error = exc
+        run.error = exc.with_traceback(None)   # raised again where a test reads it: point there
     except Unsupported as exc:
         run.skip = f"{backend_name}: {exc}"
     except Exception as exc:
