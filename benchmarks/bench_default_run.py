@@ -1,27 +1,44 @@
 #!/usr/bin/env python3
-"""Where the default run's time goes: golden (inputs, references, tolerances), backend runs,
-comparison, and the harness itself, as shares of the whole.
+"""Where the default run's time goes, and the ratios of issue 17, from one invocation.
 
-    python benchmarks/bench_default_run.py [pytest args...]   (default: tests --ignore=tests/selftest)
+    python benchmarks/bench_default_run.py [--no-parallel] [pytest args...]
+    (default pytest args: tests --ignore=tests/selftest)
 
-Runs pytest in this process with timers around the functions of each category; a call is
-charged to the outermost category only (an emu model calling golden.dtypes is backend time).
-Everything else inside the session (collection, fixtures, plugin, reports) is harness.
+Prints, each as a ratio:
+- harness share of a warm run: everything but golden (inputs, references, tolerances), the
+  backend's own work in its worker and the comparison. Isolation (fork, transfer, bounds) and
+  input hashing are harness: backend time is the worker's ``run_s`` for each case;
+- golden cold vs warm: the golden time of a run with an empty golden store against a second
+  run with the store it filled, overall and per family (GEMM first);
+- census vs numpy: ``golden.census`` against a plain numpy tolerance pass
+  (``count_nonzero(abs(got - expected) > tol)``) on a 2048 x 32064 float32 output, CPU time;
+- ``-n 2`` vs ``-n 0``: wall time of the warm run over the same run under pytest-xdist.
+
+Each run is a child process (``--child``) with timers around the functions of each category;
+a call is charged to the outermost category only. The golden store of the runs is a fresh
+temporary folder; the IREE compile cache is the usual one (warm or not, say which).
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import inspect
+import json
+import os
 import pkgutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-spent = {"golden": 0.0, "backend": 0.0, "compare": 0.0}
+spent = {"golden": 0.0, "backend": 0.0, "compare": 0.0, "isolation": 0.0, "hashing": 0.0}
+golden_by_family: dict = {}
 _active: list[str] = []
+_worker_run_s: list = []
 
 
 def _timed(category, fn):
@@ -39,35 +56,179 @@ def _timed(category, fn):
     return wrapper
 
 
+def _timed_store(fn):
+    @functools.wraps(fn)
+    def cached(kind, case, compute):
+        if _active:
+            return fn(kind, case, compute)
+        start = time.perf_counter()
+        _active.append("golden")
+        try:
+            return fn(kind, case, compute)
+        finally:
+            _active.pop()
+            t = time.perf_counter() - start
+            spent["golden"] += t
+            golden_by_family[case.op] = golden_by_family.get(case.op, 0.0) + t
+    return cached
+
+
+def _always(category, fn):
+    """Timed even inside another category (input hashing happens inside run_case)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[category] += time.perf_counter() - start
+    return wrapper
+
+
+def _timed_run_case(fn):
+    """Backend = the worker's own run time; the rest of run_case is isolation (harness)."""
+    @functools.wraps(fn)
+    def run_case(*args, **kwargs):
+        if _active:
+            return fn(*args, **kwargs)
+        _active.append("run")
+        before = len(_worker_run_s)
+        hashing = spent["hashing"]
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            total = time.perf_counter() - start - (spent["hashing"] - hashing)
+            worker = sum(_worker_run_s[before:]) if len(_worker_run_s) > before else None
+            backend = total if worker is None else min(worker, total)   # --isolation none: all backend
+            spent["backend"] += backend
+            spent["isolation"] += total - backend
+            _active.pop()
+    return run_case
+
+
 def _instrument():
     import golden
     import golden.compare
+    import golden.store
     import hardware.runner
+    from hardware.isolation import pool
+    from golden.inputs import sha256_of
     for info in pkgutil.iter_modules(golden.__path__):
+        if info.name == "store":
+            continue
         module = importlib.import_module(f"golden.{info.name}")
         category = "compare" if info.name == "compare" else "golden"
         for name, fn in list(vars(module).items()):
             if inspect.isfunction(fn) and fn.__module__ == module.__name__ and not name.startswith("_"):
                 setattr(module, name, _timed(category, fn))
+    golden.store.cached = _timed_store(golden.store.cached)
     # Names imported elsewhere (``from golden import assert_close``) are rebound too.
     golden.assert_close = golden.compare.assert_close
     golden.census = golden.compare.census
-    hardware.runner.run_case = _timed("backend", hardware.runner.run_case)
+    hardware.runner.sha256_of = _always("hashing", sha256_of)
+    hardware.runner.run_case = _timed_run_case(hardware.runner.run_case)
+
+    answer = pool.Isolation._answer
+
+    def _answer(self, reply, *args, **kwargs):
+        if reply.get("ok") and "run_s" in reply:
+            _worker_run_s.append(float(reply["run_s"]))
+        return answer(self, reply, *args, **kwargs)
+    pool.Isolation._answer = _answer
+
+
+def child(out: str, args: list[str]) -> int:
+    import pytest
+    _instrument()
+    start = time.perf_counter()
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "--report-dir", str(Path(out).parent / "reports"), *args])
+    total = time.perf_counter() - start
+    from golden import store
+    Path(out).write_text(json.dumps({"total": total, "exit": int(code), "spent": spent,
+                                     "golden_by_family": golden_by_family, "store": store.stats}))
+    return 0
+
+
+def _run_child(tmp: Path, name: str, args: list[str], env: dict) -> dict:
+    out = tmp / f"{name}.json"
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, __file__, "--child", str(out), *args], env=env, cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wall = time.perf_counter() - start
+    tail = proc.stdout.strip().splitlines()[-1:] or [""]
+    if not out.is_file():
+        raise SystemExit(f"{name} run failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}")
+    data = json.loads(out.read_text())
+    data["wall"] = wall
+    print(f"{name}: {wall:.1f} s wall, pytest exit {data['exit']} ({tail[0]})", flush=True)
+    return data
+
+
+def _shares(d: dict) -> str:
+    s = d["spent"]
+    total = d["total"]
+    harness = total - s["golden"] - s["backend"] - s["compare"]
+    parts = [("golden", s["golden"]), ("backend", s["backend"]), ("compare", s["compare"]),
+             ("harness", harness)]
+    lines = [f"  {n:<8} {t:8.2f} s  {100 * t / total:5.1f} %" for n, t in parts]
+    lines.append(f"    of harness: isolation {s['isolation']:.2f} s, input hashing {s['hashing']:.2f} s, "
+                 f"pytest and plugin {harness - s['isolation'] - s['hashing']:.2f} s")
+    return "\n".join(lines)
+
+
+def census_vs_numpy(rows: int = 2048, cols: int = 32064, repeat: int = 3) -> tuple[float, float]:
+    import numpy as np
+    from golden import census
+    rng = np.random.default_rng(0)
+    expected = rng.standard_normal((rows, cols), dtype=np.float32)
+    got = (expected + rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(1e-3)).astype(np.float32)
+    tol = np.full((rows, cols), 1e-2, np.float32)
+
+    def best(fn):
+        times = []
+        for _ in range(repeat):
+            t = time.process_time()
+            fn()
+            times.append(time.process_time() - t)
+        return min(times)
+    plain = best(lambda: int(np.count_nonzero(np.abs(got - expected) > tol)))
+    full = best(lambda: census(got, expected, tol=tol))
+    return full, plain
 
 
 def main(argv: list[str]) -> int:
-    import pytest
-    _instrument()
-    args = argv or ["tests", "--ignore=tests/selftest"]
-    start = time.perf_counter()
-    code = pytest.main(["-q", "-p", "no:cacheprovider", "--report-dir", "reports/bench", *args])
-    total = time.perf_counter() - start
-    harness = total - sum(spent.values())
-    print(f"\nwall time of the run: {total:.2f} s (pytest exit {int(code)})")
-    for name, t in [*spent.items(), ("harness", harness)]:
-        print(f"  {name:<8} {t:8.2f} s  {100 * t / total:5.1f} %")
+    parallel = "--no-parallel" not in argv
+    args = [a for a in argv if a != "--no-parallel"] or ["tests", "--ignore=tests/selftest"]
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    full, plain = census_vs_numpy()
+    with tempfile.TemporaryDirectory(prefix="bench-golden-") as tmp:
+        tmp = Path(tmp)
+        env = {**os.environ, "ACCEL_GOLDEN_CACHE": str(tmp / "golden"), "PYTHONPATH": str(ROOT)}
+        cold = _run_child(tmp, "cold", args, env)
+        warm = _run_child(tmp, "warm", args, env)
+        par = _run_child(tmp, "warm -n 2", [*args, "-n", "2"], env) if parallel else None
+    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+    print(f"\nwarm run ({warm['total']:.1f} s in pytest):\n{_shares(warm)}")
+    print(f"cold run ({cold['total']:.1f} s in pytest):\n{_shares(cold)}")
+    s_cold, s_warm = cold["spent"]["golden"], warm["spent"]["golden"]
+    print("\nratios")
+    harness = warm["total"] - sum(warm["spent"][k] for k in ("golden", "backend", "compare"))
+    print(f"  harness share of the warm run:  {harness / warm['total']:.3f}")
+    print(f"  golden cold / warm:             {s_cold / max(s_warm, 1e-9):.1f}x "
+          f"({s_cold:.2f} s / {s_warm:.2f} s)")
+    for fam in sorted(cold["golden_by_family"], key=lambda f: (f != "gemm_partition_n", f)):
+        c, w = cold["golden_by_family"][fam], warm["golden_by_family"].get(fam, 0.0)
+        print(f"    {fam:<22} {c / max(w, 1e-9):8.1f}x ({c:.2f} s / {w:.2f} s)")
+    print(f"  warm run / cold run (wall):     {warm['wall'] / cold['wall']:.2f}")
+    print(f"  census / numpy pass (CPU):      {full / plain:.2f} ({full:.3f} s / {plain:.3f} s, 2048 x 32064 float32)")
+    if par:
+        print(f"  -n 0 / -n 2 (wall, speed-up):   {warm['wall'] / par['wall']:.2f}")
+    print(f"  golden store: cold {cold['store']}, warm {warm['store']}")
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        sys.exit(child(sys.argv[2], sys.argv[3:]))
     sys.exit(main(sys.argv[1:]))

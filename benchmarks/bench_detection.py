@@ -227,10 +227,15 @@ def _patched(module, fault_name):
 
 # --- the measurements --------------------------------------------------------------------------
 
-def bisect(is_caught, lo: float = 1e-9, hi: float = 4.0, steps: int = 40) -> float:
+LOWEST = 1e-12        # below this a relative change is under any format's resolution here
+
+
+def bisect(is_caught, lo: float = LOWEST, hi: float = 4.0, steps: int = 60) -> float:
     """Smallest x in [lo, hi] (log scale) with is_caught(x), assuming monotony; inf if none."""
     if not is_caught(hi):
         return math.inf
+    if is_caught(lo):
+        return lo
     for _ in range(steps):
         mid = math.sqrt(lo * hi)
         if is_caught(mid):
@@ -318,6 +323,8 @@ def _fmt_x(x) -> str:
         return "n/a"
     if isinstance(x, bool):
         return "caught" if x else "missed"
+    if x <= LOWEST:
+        return f"<={LOWEST:g}"
     return "never" if math.isinf(x) else f"{x:.2g}"
 
 

@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from golden import assert_close
+from golden import assert_close, store
 from golden import reductions as R
 from hardware.iree_common import riscv
 
@@ -108,13 +108,15 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return R.make_inputs(case)
+    return store.cached("inputs", case, lambda: R.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
 def expected(case, inputs):
-    ref = R.reference(case, inputs)
-    return ref, R.tolerance(case, inputs, ref)
+    def compute():
+        ref = R.reference(case, inputs)
+        return ref, R.tolerance(case, inputs, ref)
+    return store.cached("expected", case, compute)
 
 
 @pytest.fixture(scope="module")

@@ -10,31 +10,15 @@ of golden/matmul.py. A compile error or a hang is its own verdict (raised by
 """
 import pytest
 
-from golden import assert_close
+from golden import assert_close, store
 from golden import inputs as classes
 from golden import matmul as mm
+from hardware.budget import simulator_budget_skip
 
 pytestmark = pytest.mark.family(mm.OP)
 
 # Up to this many multiply-adds a case runs in a second or two on two cores, on emu and iree-cpu.
 DEFAULT_RUN_MACS = 2432 ** 3
-# Simulators are ~1000x slower (qemu-rvv: 512^3 takes ~25 s of CPU): in a default run they get
-# the edge shapes only (127x129x131 is the largest); -m large gives them everything.
-SIMULATOR_KINDS = ("simulator", "fpga-simulation")
-SIMULATOR_DEFAULT_MACS = 2_500_000
-
-
-def large_requested(config) -> bool:
-    expr = config.getoption("markexpr", "") or ""
-    return "large" in expr and "not large" not in expr
-
-
-def simulator_budget_skip(hw, macs: int, config) -> None:
-    if hw.backend.kind in SIMULATOR_KINDS and macs > SIMULATOR_DEFAULT_MACS and not large_requested(config):
-        pytest.skip(f"{hw.name} is a simulator: {macs:.2g} multiply-adds exceed its default-run budget of "
-                    f"{SIMULATOR_DEFAULT_MACS:.2g}; run with -m large to include it")
-
-
 def _param(cfg: mm.MatmulConfig, prefix: str = "", large: bool = None):
     large = cfg.macs > DEFAULT_RUN_MACS if large is None else large
     return pytest.param(cfg, id=prefix + cfg.id, marks=[pytest.mark.large] if large else [])
@@ -81,12 +65,12 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return mm.make_inputs(case)
+    return store.cached("inputs", case, lambda: mm.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
 def expected(case, inputs):
-    return mm.expected(case, inputs)
+    return store.cached("expected", case, lambda: mm.expected(case, inputs))
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,10 @@ over ptoas-emitted C++.
 """
 import pytest
 
-from golden import census, tiles
+from golden import census, store, tiles
 from golden import inputs as classes
 from hardware import runner
+from hardware.budget import skip_on_simulator
 
 pytestmark = pytest.mark.family(tiles.OP)
 
@@ -48,16 +49,25 @@ def case(cfg, golden_seed):
 
 @pytest.fixture(scope="module")
 def inputs(case):
-    return tiles.make_inputs(case)
+    return store.cached("inputs", case, lambda: tiles.make_inputs(case))
 
 
 @pytest.fixture(scope="module")
-def expected(inputs, cfg):
-    return tiles.reference(inputs, cfg)
+def expected(case, inputs, cfg):
+    return store.cached("expected", case, lambda: tiles.reference(inputs, cfg))
+
+
+# A simulator builds and runs one harness per case: by default it gets seed 002's kernel at
+# valid_rows 1, 16 and 64 in every variant, and the f32 zero-pad sweep.
+SIMULATOR_DEFAULT = {c.id for c in tiles.seed_configs() if c.valid_rows in (1, 16, 64)} | {
+    c.id for c in tiles.sweep_configs() if c.dtype == "f32" and c.pad == "zero"}
 
 
 @pytest.fixture(scope="module")
-def run(hw, case, inputs):
+def run(hw, cfg, case, inputs, request):
+    if cfg.id not in SIMULATOR_DEFAULT:
+        skip_on_simulator(hw, request.config, "only seed 002's kernel at valid_rows 1, 16, 64 and the f32 "
+                          "zero-pad sweep run by default")
     return hw.run(case, inputs)
 
 

@@ -2,14 +2,20 @@
 
 Each operator family with IREE programs registers a module exposing ``program(case) -> Program``
 in the ``accel_regress.iree_programs`` entry-point group under the family's id (hardware/registry.py);
-the built-in ones live in ``hardware/iree_common/programs/``.
+the built-in ones live in ``hardware/iree_common/programs/``. A module may also expose
+``plan(case) -> tuple[Program, ...]``: a runlist of programs run one after another, each reading
+case inputs or earlier programs' outputs by name (fused_decode's steps), whose outputs together are
+the case's outputs; and ``unsupported(case)``, why its program cannot express a case.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Optional
+
+import numpy as np
 
 from golden.case import Case
+from hardware.errors import Unsupported
 
 
 @dataclass(frozen=True)
@@ -18,6 +24,9 @@ class Program:
     entry: str                   # exported function name
     inputs: tuple[str, ...]      # input names, in argument order (keys of the case's inputs dict)
     outputs: tuple[str, ...]     # output names, in result order (keys of the outputs dict)
+    # Arguments that are case parameters, not case inputs (a valid shape, a pad value): passed at
+    # run time, so cases that differ only in them share one compiled module.
+    constants: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 def program_module(op: str):
@@ -33,5 +42,48 @@ def unsupported_op(op: str) -> Optional[str]:
     return None
 
 
+def riscv_target(case: Case) -> tuple[Optional[str], Optional[int]]:
+    """The RISC-V flag variant and VLEN the case asks for (``params['variant']`` / ``['vlen']``),
+    or (None, None) when its family's ``variant`` parameter means something else (a program
+    module with ``RISCV_VARIANTS = False``, e.g. seed 002's kernel variants)."""
+    if not getattr(program_module(case.op), "RISCV_VARIANTS", True):
+        return None, None
+    p = case.params if hasattr(case.params, "get") else {}
+    return p.get("variant"), p.get("vlen")
+
+
+def unsupported_case(case: Case) -> Optional[str]:
+    """Why the family's program cannot express this case (the module's ``unsupported(case)``)."""
+    reason = unsupported_op(case.op)
+    if reason:
+        return reason
+    check = getattr(program_module(case.op), "unsupported", None)
+    return check(case) if check is not None else None
+
+
 def program_for(case: Case) -> Program:
     return program_module(case.op).program(case)
+
+
+def plan_for(case: Case) -> tuple[Program, ...]:
+    module = program_module(case.op)
+    plan = getattr(module, "plan", None)
+    return tuple(plan(case)) if plan is not None else (module.program(case),)
+
+
+def run_plan(plan: tuple[Program, ...], inputs: Mapping[str, np.ndarray],
+             run_program: Callable[[Program, dict], dict]) -> dict[str, np.ndarray]:
+    """Run each program on the buffers it names (case inputs, then earlier outputs); every
+    program's outputs are returned."""
+    buffers = dict(inputs)
+    outputs: dict[str, np.ndarray] = {}
+    for program in plan:
+        buffers.update(program.constants)
+        missing = [n for n in program.inputs if n not in buffers]
+        if missing:
+            raise Unsupported(f"{program.entry} reads {', '.join(missing)}, which neither the case's inputs "
+                              "nor an earlier program provide")
+        result = run_program(program, {n: buffers[n] for n in program.inputs})
+        buffers.update(result)
+        outputs.update(result)
+    return outputs

@@ -16,9 +16,9 @@ import numpy as np
 
 from golden.case import Case
 from hardware.backend import Backend
-from hardware.errors import Crash, Unsupported
+from hardware.errors import Crash
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import Program, program_for, unsupported_op
+from hardware.iree_common.program import Program, plan_for, program_for, riscv_target, run_plan, unsupported_case, unsupported_op
 
 HOST_FLAGS = ("--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -67,14 +67,13 @@ class IreeCpuBackend(Backend):
         return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
-        reason = self.supports_op(case.op)
+        reason = unsupported_case(case)
         if reason:
             return reason
-        variant = case.params.get("variant") if hasattr(case.params, "get") else None
+        variant, vlen = riscv_target(case)
         if variant not in HOST_VARIANTS:
             return (f"RISC-V flag variant {variant!r} has no meaning on the host; "
                     f"iree-cpu runs the {riscv.BASELINE_VARIANT!r} case of the same kind and shape")
-        vlen = case.params.get("vlen") if hasattr(case.params, "get") else None
         if vlen not in HOST_VLENS:
             return (f"VLEN {vlen} is a simulator setting; iree-cpu runs the VLEN {riscv.BASELINE_VLEN} "
                     "case of the same kind and shape")
@@ -90,13 +89,12 @@ class IreeCpuBackend(Backend):
     def compile(self, case: Case, program: Optional[Program] = None) -> compiler.Compiled:
         program = program or program_for(case)
         flags = HOST_FLAGS + tuple(getattr(program, "compile_flags", ()))
-        return compiler.compile_cached(program.mlir, flags, name=f"{case.op}/{case.id}")
+        return compiler.compile_cached(program.mlir, flags, name=f"{case.op}/{case.id}/{program.entry}")
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        program = program_for(case)
-        missing = [n for n in program.inputs if n not in inputs]
-        if missing:
-            raise Unsupported(f"inputs lack {', '.join(missing)} that the program of {case.op} takes")
+        return run_plan(plan_for(case), inputs, lambda program, args: self._run_program(case, program, args))
+
+    def _run_program(self, case: Case, program: Program, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         compiled = self.compile(case, program)
         ctx = _load(str(compiled.vmfb))
         fn = ctx.modules.module[program.entry]

@@ -70,14 +70,15 @@ def _absolute_fault(spec: Optional[str]) -> Optional[str]:
     return spec
 
 
-def _remove_orphans(root: Path) -> None:
-    """Remove transfer folders left by pytest processes that were killed (on /dev/shm they hold RAM)."""
+def _remove_orphans(root: Path, remove=transfer.remove) -> None:
+    """Remove transfer folders (on /dev/shm they hold RAM) and worker cgroups (with whatever still
+    runs in them) left by pytest processes that were killed."""
     for folder in root.glob("accel-isolation-*-*"):
         try:
             pid = int(folder.name.split("-")[2])
             os.kill(pid, 0)
         except ProcessLookupError:
-            transfer.remove(folder)
+            remove(folder)
         except (ValueError, IndexError, PermissionError, OSError):
             continue
 
@@ -97,6 +98,8 @@ class Isolation:
         self._spawned = 0
         self.stats = {"jobs": 0, "workers": 0, "hangs": 0, "deaths": 0, "server_restarts": 0, "retries": 0}
         self._cgroups, why = reaping.cgroup_base()
+        if self._cgroups is not None:
+            _remove_orphans(self._cgroups, lambda folder: reaping.Cgroup(folder).kill())
         self.reaping = (f"each worker in its own {why}" if self._cgroups else
                         f"process group + subreaper sweep of descendants (no cgroup: {why})")
 
@@ -416,6 +419,11 @@ class Isolation:
             self._drop(worker)
             raise
         return None if reply.get("ok") else f"{backend}.reset() raised {reply.get('exception')}"
+
+    def retire_worker(self) -> None:
+        """End the warm worker, so the next run starts in a fresh one (--repeat alternates)."""
+        if self._worker is not None:
+            self._drop(self._worker)
 
     def close(self) -> None:
         if self._worker is not None:

@@ -18,7 +18,7 @@ import numpy as np
 from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash, Unsupported
-from hardware.npu import device, iron_runner, manifest, xrt_runner
+from hardware.npu import device, fused, iron_runner, manifest, xrt_runner
 
 MODE_ENV = "ACCEL_NPU_MODE"
 MODES = ("auto", "iron", "artifacts")
@@ -140,6 +140,7 @@ class NpuBackend(Backend):
                 try:
                     info["iron"] = iron_runner.version()
                     info["iron_aiegemm"] = iron_runner.revision()
+                    info["iron_sequence"] = fused.describe()
                 except Exception as exc:
                     info["iron"] = f"unknown ({type(exc).__name__})"
             self._described[index] = info

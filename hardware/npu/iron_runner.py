@@ -36,7 +36,7 @@ import numpy as np
 
 from golden.case import Case
 from hardware.errors import CompileError, Crash, VerdictError
-from hardware.npu import device, states
+from hardware.npu import device, fused, states
 
 BUILD_ENV = "ACCEL_NPU_BUILD_DIR"
 
@@ -91,6 +91,8 @@ def supports(case: Case) -> Optional[str]:
         return f"no IRON adapter for operator {case.op!r} (IRON mode knows: {', '.join(ADAPTERS)})"
     if case.op == "gemm_partition_n":
         return _aiegemm()[1]
+    if case.op == fused.F.OP:
+        return fused.supports(case)
     return None
 
 
@@ -173,7 +175,13 @@ def _gemm(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]
     return out
 
 
-ADAPTERS = {"gemm_partition_n": _gemm}
+def _fused_decode(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    ctx = importlib.import_module("iron.common").AIEContext()
+    ctx.build_dir = _build_dir(case)
+    return fused.run(case, inputs, context=ctx, stage=_stage)
+
+
+ADAPTERS = {"gemm_partition_n": _gemm, fused.F.OP: _fused_decode}
 
 
 def run(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict]:

@@ -15,6 +15,10 @@ from hardware import devices, registry, runner
 
 # Why the session stopped early, once something stopped it (read by hardware.plugin.recording).
 stop_reason: Optional[str] = None
+# "starting" until collection begins (no results sink yet, and pytest would skip its session end),
+# "running", then "finishing" while results are written: a stop signal only interrupts "running";
+# in the other phases it is noted and acted on at the next safe point (or not at all: finishing).
+phase = "starting"
 
 
 def is_worker(config) -> bool:
@@ -91,7 +95,17 @@ def _on_stop_signal(signum, frame):
     # written, and the running case is marked INTERRUPTED (hardware.plugin.recording).
     global stop_reason
     stop_reason = stop_reason or signal.Signals(signum).name
-    raise KeyboardInterrupt(stop_reason)
+    if phase == "running":
+        raise KeyboardInterrupt(stop_reason)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    """The first point where an interruption still ends in pytest_sessionfinish (results written)."""
+    global phase
+    phase = "running"
+    if stop_reason is not None:
+        raise KeyboardInterrupt(stop_reason)
 
 
 def pytest_keyboard_interrupt(excinfo):
@@ -100,14 +114,16 @@ def pytest_keyboard_interrupt(excinfo):
 
 
 def _install_stop_handlers(config) -> None:
-    global stop_reason
-    config._accel_saved_stop = stop_reason
-    stop_reason = None
-    config._accel_old_sigterm = config._accel_timer = None
+    global stop_reason, phase
+    config._accel_saved_stop = (stop_reason, phase)
+    stop_reason, phase = None, "starting"
+    config._accel_old_sigterm = config._accel_old_sigint = config._accel_timer = None
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         config._accel_old_sigterm = signal.signal(signal.SIGTERM, _on_stop_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        config._accel_old_sigint = signal.signal(signal.SIGINT, _on_stop_signal)
     # --session-timeout is pytest-timeout's option (it stops between tests); at the deadline this
     # also interrupts the case that is running, which results.json lists as INTERRUPTED.
     seconds = config.getoption("session_timeout", None)
@@ -124,11 +140,13 @@ def _install_stop_handlers(config) -> None:
 
 
 def pytest_unconfigure(config):
-    global stop_reason
+    global stop_reason, phase
     if getattr(config, "_accel_timer", None) is not None:
         config._accel_timer.cancel()
     if getattr(config, "_accel_old_sigterm", None) is not None:
         signal.signal(signal.SIGTERM, config._accel_old_sigterm)
+    if getattr(config, "_accel_old_sigint", None) is not None:
+        signal.signal(signal.SIGINT, config._accel_old_sigint)
     if runner.devices is not None:
         runner.devices.release()
     # A session inside a session (pytester's inline runs) hands the outer one its state back; the
@@ -136,4 +154,4 @@ def pytest_unconfigure(config):
     saved = getattr(config, "_accel_saved_runner", None)
     if saved is not None:
         runner.isolation, runner.hang_guard, runner.devices = saved
-        stop_reason = getattr(config, "_accel_saved_stop", None)
+        stop_reason, phase = getattr(config, "_accel_saved_stop", (None, "running"))

@@ -27,7 +27,7 @@ from golden.case import Case
 from hardware.backend import Backend
 from hardware.errors import Crash, Hang, Unsupported
 from hardware.iree_common import compiler, riscv
-from hardware.iree_common.program import unsupported_op
+from hardware.iree_common.program import plan_for, riscv_target, run_plan, unsupported_case, unsupported_op
 from hardware.qemu_rvv import build, protocol, scan
 
 QEMU = "qemu-riscv64-static"
@@ -92,14 +92,14 @@ class QemuRvvBackend(Backend):
         return build.toolchain_missing()
 
     def _variant_vlen(self, case: Case) -> tuple[str, int]:
-        p = case.params if hasattr(case.params, "get") else {}
-        return riscv.canonical(p.get("variant") or riscv.BASELINE_VARIANT), int(p.get("vlen") or riscv.BASELINE_VLEN)
+        variant, vlen = riscv_target(case)
+        return riscv.canonical(variant or riscv.BASELINE_VARIANT), int(vlen or riscv.BASELINE_VLEN)
 
     def supports_op(self, op: str) -> Optional[str]:
         return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
-        reason = self.supports_op(case.op)
+        reason = unsupported_case(case)
         if reason:
             return reason
         variant, vlen = self._variant_vlen(case)
@@ -111,38 +111,45 @@ class QemuRvvBackend(Backend):
         return {"iree-compiler": compiler.compiler_version(), "qemu": _qemu_version(), "clang": _clang_version()}
 
     def timeout(self, case: Case) -> float:
-        return self.default_timeout_s
+        # A plan (fused_decode's steps) builds and runs one harness per program.
+        return self.default_timeout_s + 30.0 * (len(plan_for(case)) - 1)
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray], *, timeout_s: Optional[float] = None) -> dict[str, np.ndarray]:
         variant, vlen = self._variant_vlen(case)
         reason = riscv.check_vlen(variant, vlen)
         if reason:
             raise Unsupported(reason)
-        exe, compiled = build.cached_harness(case, variant, inputs, uart_outputs=True, rdcycle=True)
-        report = {"variant": variant, "vlen": vlen, "harness": str(exe),
-                  "codegen_scan": scan.scan_dir(compiled.dir / "dump")}
-        self.last_report = report
+        self.last_report = {"variant": variant, "vlen": vlen, "codegen_scan": [], "cycles": 0, "dispatches": []}
+        return run_plan(plan_for(case), inputs,
+                        lambda program, args: self._run_program(case, program, args, variant, vlen, timeout_s))
+
+    def _run_program(self, case: Case, program, inputs: Mapping[str, np.ndarray], variant: str, vlen: int,
+                     timeout_s: Optional[float]) -> dict[str, np.ndarray]:
+        exe, compiled = build.cached_harness(case, variant, inputs, uart_outputs=True, rdcycle=True, program=program)
+        report = self.last_report
+        report["harness"] = str(exe)
+        report["codegen_scan"] += scan.scan_dir(compiled.dir / "dump")
         argv = [QEMU, "-cpu", qemu_cpu(variant, vlen), str(exe)]
         # Below the isolation layer's bound for the whole run, so that a hang ends here, with the
         # open [dn] named, rather than as a killed worker.
-        bound = timeout_s or max(5.0, self.timeout(case) - 15.0)
+        bound = timeout_s or max(5.0, self.default_timeout_s - 15.0)
         start = time.perf_counter()
         try:
             proc = subprocess.run(argv, capture_output=True, timeout=bound, preexec_fn=_die_with_parent)
         except subprocess.TimeoutExpired as exc:
             out = (exc.stdout or b"").decode(errors="replace")
             t = protocol.parse(out)
-            raise Hang(f"qemu-riscv64 did not finish within {bound:.0f} s: {t.where()}", stage="run",
+            raise Hang(f"qemu-riscv64 did not finish {program.entry} within {bound:.0f} s: {t.where()}", stage="run",
                        detail={**report, "argv": " ".join(argv), "stdout_tail": _tail(out)}) from None
-        report["run_s"] = round(time.perf_counter() - start, 4)
+        report["run_s"] = round(report.get("run_s", 0.0) + time.perf_counter() - start, 4)
         out = proc.stdout.decode(errors="replace")
         err = proc.stderr.decode(errors="replace")
         try:
             t = protocol.parse(out)
         except protocol.ProtocolError as exc:
             raise Crash(f"harness output unreadable: {exc}", detail={**report, "stdout_tail": _tail(out)}) from None
-        report["cycles"] = t.cycles
-        report["dispatches"] = [{"d": d, "cyc": c} for d, c in t.completed]
+        report["cycles"] += t.cycles or 0
+        report["dispatches"] += [{"d": d, "cyc": c} for d, c in t.completed]
         detail = {**report, "argv": " ".join(argv), "stdout_tail": _tail(out), "stderr": err[-4000:]}
         if proc.returncode != 0 or not t.done:
             if proc.returncode < 0:
@@ -150,6 +157,8 @@ class QemuRvvBackend(Backend):
                 what = f"qemu-riscv64 died with {sig} at {t.where()}"
             else:
                 what = f"harness exited {proc.returncode} at {t.where()}"
+            if len(plan_for(case)) > 1:
+                what = f"{program.entry}: {what}"
             if t.errors:
                 what += f": {t.errors[-1]}"
             if QEMU_RTZ_ASSERT in err:
@@ -157,12 +166,11 @@ class QemuRvvBackend(Backend):
                          "vfcvt.rtz.* (probe hardware/qemu_rvv/probes/vfcvt_rtz.c); a qemu defect, not the program")
                 detail["qemu_defect"] = "qemu 7.2 decode_save_opc assertion on vfcvt.rtz.x.f.v (gitlab qemu #1441)"
             raise Crash(what, detail=detail)
-        missing = [n for n in case_outputs(case) if n not in t.outputs]
+        missing = [n for n in program.outputs if n not in t.outputs]
         if missing:
             raise Crash(f"harness printed no output {', '.join(missing)}", detail=detail)
         return dict(t.outputs)
 
 
 def case_outputs(case: Case) -> tuple[str, ...]:
-    from hardware.iree_common.program import program_for
-    return program_for(case).outputs
+    return tuple(n for program in plan_for(case) for n in program.outputs)

@@ -279,11 +279,11 @@ def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, 
 
 def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *, uart_outputs: bool = True,
                    iterations: int = 1, rdcycle: bool = False, root: Optional[Path] = None,
-                   target: str = "linux") -> tuple[Path, compiler.Compiled]:
+                   target: str = "linux", program: Optional[Program] = None) -> tuple[Path, compiler.Compiled]:
     """``build_harness`` into ``<cache>/qemu-rvv/<key>/`` unless that build exists already."""
     variant = riscv.canonical(variant)
-    program = program_for(case)
-    compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}")
+    program = program or program_for(case)
+    compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}/{program.entry}")
     key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target)
     root = root or compiler.cache_root().parent / "qemu-rvv"
     out = root / key[:32]

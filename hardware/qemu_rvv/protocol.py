@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from ml_dtypes import bfloat16
 
-DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i8": np.int8, "i64": np.int64}
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i8": np.int8, "i64": np.int64,
+          "bf16": bfloat16}
 _DN = re.compile(r"\[dn\] d=(\d+) wg=(\d+)")
 _DC = re.compile(r"\[dc\] d=(\d+) cyc=(\d+)")
 _ITER = re.compile(r"Bench iter (\d+)/(\d+)")

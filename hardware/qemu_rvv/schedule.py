@@ -216,7 +216,7 @@ def parse(text: str, entry: str = "main") -> Schedule:
 
 def _dtype(et: str) -> str:
     table = {"f32": "f32", "f64": "f64", "i32": "i32", "si32": "i32", "i8": "i8", "si8": "i8", "i64": "i64",
-             "si64": "i64"}
+             "si64": "i64", "bf16": "bf16"}
     if et not in table:
         raise ScheduleError(f"result element type {et} is not one the harness prints")
     return table[et]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from hardware.report import steps
 from hardware.report.tables import Model, census_lines, slug
 from hardware.summary import rerun_line
 
@@ -124,6 +125,7 @@ def _case(c: dict, heatmaps: dict[str, str], session: dict) -> str:
     if lines:
         out.append("<pre>" + _e("\n".join(lines)) + "</pre>")
     out.append(f"<p>rerun: <span class='rerun'>{_e(rerun_line(c, session))}</span></p>")
+    out.append(steps.html(c.get("detail") or {}))
     if slug(c) in heatmaps:
         src = _rel(heatmaps[slug(c)])
         out.append(f"<a href='{src}'><img src='{src}' alt='heatmap of |got - expected| / allowed'></a>")

@@ -119,7 +119,8 @@ def census_lines(census: dict) -> list[str]:
         from golden.compare import Census
         fields = {k: v for k, v in census.items() if k in Census.__dataclass_fields__}
         fields["shape"] = tuple(fields.get("shape") or ())
-        for k in ("max_abs_index", "max_rel_index"):
+        fields.setdefault("origin", (0, 0))
+        for k in ("max_abs_index", "max_rel_index", "origin"):
             fields[k] = tuple(fields.get(k) or ())
         for k in ("max_abs", "mean_abs", "max_rel", "pearson", "max_abs_allowed"):
             fields[k] = float(fields.get(k, "nan"))

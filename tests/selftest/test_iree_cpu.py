@@ -1,4 +1,9 @@
 """iree-cpu: generic over operators, compile cache, COMPILE_ERROR with the diagnostic."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -69,3 +74,31 @@ def test_run_matches_reference(backend):
 def test_missing_wheel_reason(monkeypatch):
     monkeypatch.setattr(compiler, "tool_path", lambda: None)
     assert "pip install iree-base-compiler==3.13.0" in compiler.availability()
+
+
+def test_compile_cache_is_outside_the_checkout(monkeypatch, tmp_path):
+    # A fresh clone or a second checkout finds the programs compiled by the first one.
+    monkeypatch.delenv("ACCEL_IREE_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert compiler.cache_root() == tmp_path / "accel-regress" / "iree"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert compiler.cache_root() == Path.home() / ".cache" / "accel-regress" / "iree"
+
+
+_COMPILE_TWICE = """
+import sys
+from golden import reductions as R
+from hardware.iree_cpu import IreeCpuBackend
+print(IreeCpuBackend().compile(R.make_case("row_sum", (4, 9))).dir)
+"""
+
+
+def test_concurrent_compiles_of_one_program_share_one_entry(backend, cache):
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    procs = [subprocess.Popen([sys.executable, "-c", _COMPILE_TWICE], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=300)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert len(set(outs)) == 1 and (Path(outs[0]) / compiler.VMFB).is_file()
+    assert [p.name for p in cache.iterdir()] == [Path(outs[0]).name]     # no temporary folder left

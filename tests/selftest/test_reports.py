@@ -123,6 +123,7 @@ def test_reports_and_terminal_open_with_the_gates_verdict(request, which, option
     head = _verdict_lines(gate_out)
     n = len(head)
     assert _markdown_lines(report_dir)[:n] == head
+    assert _terminal_section(report_dir)[:n] == head
     reasons = [ln.strip()[2:] for ln in gate_out if ln.startswith("  - ")]
     md = (report_dir / "summary.md").read_text()
     for r in reasons:                       # every blocking reason, in the gate's words
@@ -143,6 +144,7 @@ def test_fault_run_says_so_first_everywhere(fault_dir):
     gate_out = _gate_lines(fault_dir)
     assert gate_out[0] == banner and gate_out[2].startswith(f"  - {banner} (pass --allow-fault")
     assert _markdown_lines(fault_dir)[0] == banner
+    assert _terminal_section(fault_dir)[0] == banner
     assert (fault_dir / "terminal.txt").read_text().splitlines()[0] == banner     # before any result
     assert (fault_dir / "pr-comment.md").read_text().startswith(f"**{banner}**")
     assert f"<div id='fault'>{banner}</div>" in (fault_dir / "index.html").read_text()
@@ -176,7 +178,7 @@ def test_summary_markdown_matrix_then_failures_with_census(run_dir):
     assert re.search(r"!\[\|got - expected\| / allowed\]\(heatmaps/test_tile_row0_emu-[0-9a-f]{8}\.png\)", tile)
     assert "rerun: `python -m pytest 'test_demo.py::test_tile_row0[emu]' --hw emu --isolation none`" in tile
     parts = md[md.index("### FAIL · emu · `test_demo.py::test_partitions[emu]`"):]
-    assert "Where: scattered over rows 0-63; cols 64-255" in parts
+    assert "Where: block rows 0-63, cols 64-255: 12145 of 12288 elements (98.8%)" in parts
 
 
 def test_ratio_map_marks_exactly_the_bad_elements():

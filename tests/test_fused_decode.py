@@ -1,0 +1,65 @@
+"""Fused Llama decode block (seed 001): compare mode step by step, and the fused block end to end.
+
+Compare mode (seed 001's FusedCompareCallable): every step of golden/fused_decode.py's runlist
+against its operator's reference, re-seeded from the backend's own inputs to that step, so a
+failure names the first divergent step and no error accumulates. End to end: the block run as one
+fused program (a second case, same inputs) against the float64 golden of the whole block. A backend whose steps are all right
+alone but whose fused program is wrong has a fusion bug, and the end-to-end failure says so.
+Reference mode (the whole runlist on the CPU, no device) is
+``python repros/fused_decode_compare.py --mode reference``.
+"""
+import numpy as np
+import pytest
+
+from golden import assert_close, store
+from golden import fused_decode as F
+
+pytestmark = pytest.mark.family(F.OP)
+
+CONFIGS = [pytest.param(F.SMALL, id="small-" + F.SMALL.id),
+           pytest.param(F.LLAMA_3_2_1B, id="llama-3.2-1b-" + F.LLAMA_3_2_1B.id, marks=pytest.mark.large)]
+
+
+@pytest.fixture(scope="module")
+def cfg(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def case(cfg, golden_seed):
+    return F.make_case(cfg, golden_seed, "steps")
+
+
+@pytest.fixture(scope="module")
+def inputs(case):
+    return store.cached("inputs", case, lambda: F.make_inputs(case))
+
+
+@pytest.fixture(scope="module")
+def run(hw, case, inputs):
+    return hw.run(case, inputs)
+
+
+@pytest.fixture(scope="module")
+def fused_run(hw, case, inputs):
+    return hw.run(F.as_program(case, "fused"), inputs)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, indirect=True)
+def test_compare_mode(run, case, inputs):
+    results = F.compare_steps(case, inputs, run.outputs)
+    if F.first_divergent(results) is not None:
+        raise F.PipelineMismatch(results)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, indirect=True)
+def test_end_to_end(fused_run, run, case, inputs):
+    expected, tol = F.end_to_end_expected(case, inputs)
+    got = np.asarray(fused_run[F.FUSED_OUTPUT], np.float64)
+    try:
+        assert_close(got, expected, tol=tol, name=f"fused block output {F.FUSED_OUTPUT!r}")
+    except AssertionError as exc:
+        if run.verdict is None and F.first_divergent(F.compare_steps(case, inputs, run.outputs)) is None:
+            exc.add_note("fusion bug: every step is right when run alone (compare mode passes), "
+                         "the fused program is wrong")
+        raise
