@@ -441,6 +441,7 @@ def assert_close(got, expected, origin=(0, 0), **kw) -> Census:
     """``census`` that raises ``Mismatch`` unless everything is within tolerance. ``origin``: where
     the compared part starts in the whole output (a partition's first column), so Where names the
     output's own rows and columns."""
+    __tracebackhide__ = True    # pytest shows the calling test's line
     c = census(got, expected, **kw)
     c.origin = tuple(int(x) for x in origin)
     if not c.ok:

@@ -166,3 +166,11 @@ VOCAB_MINI = GemmConfig(256, 512, 4008, 64, 64, 64, 8, True, False, 4)
 # M64-K128-N256-P4 is small enough for a simulator's default run.
 BF16_CONFIGS = [replace(c, emulate_bfp16=False) for c in (CI_CONFIGS[7], CI_CONFIGS[1], VOCAB_MINI)] + [
     GemmConfig(64, 128, 256, 16, 64, 64, 4, True, False, 4, emulate_bfp16=False)]
+
+
+def output_contract(case: Case) -> dict:
+    """What every backend must return for ``case``: output name ("*": every output) -> (numpy dtype
+    name, shape or None). Checked by hardware.runner before any comparison: the right values in
+    another dtype or shape are a FAIL, not a PASS."""
+    # bf16 results travel as the float32 that holds them exactly; forward()'s shape is a test of its own
+    return {"*": ("float32", None)}

@@ -180,3 +180,10 @@ EDGE_SHAPES = (
     (1, 64, 64), (1, 257, 63), (64, 1, 64), (63, 1, 257), (64, 64, 1), (257, 63, 1),
     (7, 13, 11), (31, 37, 41), (97, 101, 103),
 )
+
+def output_contract(case: Case) -> dict:
+    """What every backend must return for ``case``: output name ("*": every output) -> (numpy dtype
+    name, shape or None). Checked by hardware.runner before any comparison: the right values in
+    another dtype or shape are a FAIL, not a PASS."""
+    cfg = config_of(case)
+    return {"out": ("float32", (cfg.M, cfg.N))}       # the f32 accumulator, whatever the operands

@@ -314,3 +314,18 @@ def cases(variants, vlens, kinds=KINDS, shapes=None, base_seed: int = 0) -> list
                 for vlen in vlens:
                     out.append(make_case(kind, shape, variant, vlen, base_seed))
     return out
+
+def output_contract(case: Case) -> dict:
+    """What every backend must return for ``case``: output name ("*": every output) -> (numpy dtype
+    name, shape or None). Checked by hardware.runner before any comparison: the right values in
+    another dtype or shape are a FAIL, not a PASS."""
+    kind, shape = case.params["kind"], tuple(case.params["shape"])
+    if kind in ("row_sum", "mean_var"):
+        return {name: ("float32", shape[:1]) for name in output_names(kind)}
+    if kind in ("matmul", "i8_matmul"):
+        return {"c": ("int32" if kind == "i8_matmul" else "float32", (shape[0], shape[2]))}
+    if kind == "bmm":
+        return {"c": ("float32", (shape[0], shape[1], shape[3]))}
+    if kind == "cvt":
+        return {"to_int": ("int32", shape), "to_float": ("float32", shape)}
+    return {"y": ("float32", shape)}

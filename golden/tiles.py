@@ -332,3 +332,9 @@ def large_configs() -> list[TileConfig]:
     """Bigger tiles for -m large: 64 x 1024 in every dtype and pad, fused and split."""
     return [TileConfig(64, 1024, 37, 1000, d, p, var, True) for d in DTYPES for p in PADS
             for var in ("fused", "split")]
+
+def output_contract(case: Case) -> dict:
+    """What every backend must return for ``case``: output name ("*": every output) -> (numpy dtype
+    name, shape or None). Checked by hardware.runner before any comparison: the right values in
+    another dtype or shape are a FAIL, not a PASS."""
+    return {"*": ("float32", None)}       # f16/bf16 tiles travel as the float32 holding them exactly

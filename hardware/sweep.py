@@ -17,6 +17,7 @@ from typing import Callable, Optional, Sequence
 from golden import census
 from golden import matmul as golden_matmul
 from hardware import registry, rules, runner, verdicts
+from hardware.isolation.bounds import gib
 
 
 @dataclass
@@ -51,6 +52,12 @@ def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", mode: str 
     """One shape, start to verdict: inputs, backend run (with the fault), comparison with golden."""
     M, K, N = dims
     cfg = golden_matmul.MatmulConfig(M, K, N, lhs=lhs, rhs=lhs, acc="f32", mode=mode)
+    need, budget = matmul_bytes(cfg), runner.memory_budget()
+    if budget is not None and need > budget:
+        # Inputs, output and reference would not fit: said before anything is allocated.
+        return Row(tuple(dims), verdicts.SKIP, message=f"over the memory budget: inputs, output and reference need "
+                   f"about {gib(need)}, the budget is {gib(budget)} (the worker's bound, at most 80% of this "
+                   f"machine's memory)")
     case = golden_matmul.make_case(cfg, golden_seed)
     inputs = golden_matmul.make_inputs(case)
     start = time.perf_counter()
@@ -76,6 +83,14 @@ def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", mode: str 
                                f"(max abs diff {c.max_abs:.6g}); where: {c.where()}")
     row.seconds = time.perf_counter() - start
     return row
+
+
+def matmul_bytes(cfg) -> int:
+    """Peak bytes of one shape, conservatively: the operands (and their f32/f64 copies for the
+    reference), then per output element the device's f32, the reference, and the error model's
+    float64 sums and allowance."""
+    operands = cfg.M * cfg.K + cfg.K * cfg.N
+    return operands * (golden_matmul.ELEMENT_BYTES[cfg.lhs] + 8) + cfg.M * cfg.N * (4 + 4 + 16 + 16)
 
 
 # --op NAME -> how one shape of that operator is run. Only matmul has a dimension sweep so far.
@@ -147,25 +162,12 @@ def parser(prog: str = "python -m hardware sweep") -> argparse.ArgumentParser:
     return p
 
 
-def fault_error(prog: str, spec) -> bool:
-    """Say on stderr why --fault cannot be loaded; True when it cannot."""
-    if not spec:
-        return False
-    from hardware import faults
-    try:
-        faults.load(spec)
-    except Exception as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return True
-    return False
-
-
 def main(argv=None, prog: str = "python -m hardware sweep") -> int:
     args = parser(prog).parse_args(argv)
     if args.hw not in registry.KNOWN:
         print(f"{prog}: unknown backend {args.hw!r}; known: {', '.join(registry.KNOWN)}", file=sys.stderr)
         return 2
-    if fault_error(prog, args.fault):
+    if runner.standalone(prog, args.fault, args.hw) is not None:
         return 2
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)

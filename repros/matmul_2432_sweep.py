@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from golden import matmul as golden_matmul  # noqa: E402
-from hardware import registry, sweep, verdicts  # noqa: E402
+from hardware import registry, runner, sweep, verdicts  # noqa: E402
 
 BACKENDS = ("emu", "iree-cpu", "iree-amd-aie")
 PROG = "repros/matmul_2432_sweep.py"
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
         if action.dest == "op":
             action.help = "operator (only matmul)"
     args = p.parse_args(argv)
-    if sweep.fault_error(PROG, args.fault):
+    if runner.standalone(PROG, args.fault, args.hw) is not None:     # isolated, as in pytest
         return 2
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)

@@ -11,7 +11,6 @@ Features register here as plugins of their own; backends are not plugins: they r
 entry points (hardware/registry.py).
 """
 pytest_plugins = [
-    "hardware.plugin.options",
     "hardware.plugin.fixtures",
     "hardware.plugin.isolation",
     "hardware.plugin.recording",
@@ -23,6 +22,7 @@ pytest_plugins = [
     "hardware.pypto.pto_cpp_option",    # --pto-cpp: lint ptoas output
     "hardware.qemu_rvv.report_plugin",  # RVV codegen scan in qemu-rvv / firesim records
     "hardware.hypothesis_profiles",     # accel-ci (default) and explore profiles
+    "hardware.plugin.options",          # last: it gives every option above an ini twin
 ]
 
 

@@ -72,6 +72,7 @@ def pytest_runtest_call(item):
 
 @pytest.fixture(scope="module")
 def hw(request) -> Hardware:
+    __tracebackhide__ = True    # a set-up error is about the installation, not this code
     name = request.param
     reason = registry.availability(name)
     if reason:

@@ -21,4 +21,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     # The gate's verdict first (hardware/report/plugin.py computed it), then the tables.
     for line in summary.section(data, getattr(config, "_accel_gate", None)):
         tr.write_line(line)
+    if not data["session"].get("complete", True):
+        tr.write_line(f"results.json is incomplete: {data['session'].get('stop_reason', 'the session stopped early')}")
     tr.write_line(f"reports: {Path(config.getoption('report_dir')) / 'results.json'}, {config.option.xmlpath}")

@@ -64,6 +64,8 @@ def pytest_sessionstart(session):
     if fault and tr is not None:
         from hardware.gate import fault_banner
         tr.write_line(fault_banner({"session": {"fault": fault}}), red=True, bold=True)
+    if config.option.collectonly:
+        return    # --collect-only leaves the last run's reports alone
     for sub, pattern in (("arrays", "*.npy"), ("heatmaps", "*.png")):
         for old in (_report_dir(config) / sub).glob(pattern):
             old.unlink(missing_ok=True)
