@@ -11,6 +11,7 @@ COMMANDS = {
     "expectations": "hardware.expectations:main",
     "merge": "hardware.merge:main",
     "report": "hardware.report:main",
+    "trend": "hardware.trend:main",
     "sweep": "hardware.sweep:main",
     "lint-pto": "hardware.pypto.lint:main",
     "scan-rvv": "hardware.qemu_rvv.scan:main",

@@ -10,6 +10,7 @@ Set by the pytest plugin (a script may set them too): ``isolation`` (a
 from __future__ import annotations
 
 import os
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class Run:
 
     @property
     def outputs(self) -> dict[str, np.ndarray]:
+        __tracebackhide__ = True    # a failure points at the test's line, not here
         if observer is not None:
             observer(self)
         if self.skip:
@@ -82,6 +84,7 @@ class Run:
         return self._outputs
 
     def __getitem__(self, name: str) -> np.ndarray:
+        __tracebackhide__ = True
         outputs = self.outputs
         if name not in outputs:
             raise Crash(f"{self.backend} returned no output {name!r} (it returned {', '.join(outputs) or 'nothing'})",
@@ -130,13 +133,36 @@ def _after_hang(backend_name: str, run: "Run") -> None:
         run.error.detail["reset"] = problem
 
 
+def contract_error(backend_name: str, case: Case, outputs: Mapping[str, np.ndarray]) -> Optional[VerdictError]:
+    """A FAIL when an output's dtype or shape breaks its family's contract (the golden module's
+    ``output_contract(case)``): right values in a wrong dtype must not pass a comparison."""
+    module = registry.module_for("family", case.op)
+    declare = getattr(module, "output_contract", None)
+    if declare is None:
+        return None
+    contract = declare(case)
+    wrong = []
+    for name, got in outputs.items():
+        want = contract.get(name) or contract.get("*")
+        if want is None:
+            continue
+        dtype, shape = want
+        if got.dtype != np.dtype(dtype) or (shape is not None and tuple(got.shape) != tuple(shape)):
+            expected = f"{dtype} {tuple(shape)}" if shape is not None else dtype
+            wrong.append(f"{name}: expected {expected}, got {got.dtype} {tuple(got.shape)}")
+    if not wrong:
+        return None
+    return VerdictError(f"{backend_name} broke the {case.op} output contract: {'; '.join(wrong)}",
+                        stage="compare", detail={"contract": "; ".join(wrong)})
+
+
 def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
              fault: Optional[str] = None, timeout_s: Optional[float] = None) -> Run:
     backend = registry.get(backend_name)
     run = Run(backend_name, case, sha256_of(inputs))
     reason = registry.availability(backend_name)
     if reason is None:
-        reason = backend.supports(case)
+        reason = backend.supports_inputs(case) or backend.supports(case)
     if reason is not None:
         run.skip = f"{backend_name}: {reason}"
         return run
@@ -151,15 +177,51 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     try:
         run._outputs = invoke(job)
     except VerdictError as exc:
-        run.error = exc
+        run.error = exc.with_traceback(None)   # raised again where a test reads it: point there
     except Unsupported as exc:
         run.skip = f"{backend_name}: {exc}"
     except Exception as exc:
         run.error = Crash(f"{backend_name} raised {type(exc).__name__}: {exc}",
                           detail={"traceback": traceback.format_exc(limit=8)})
     run.duration_s = time.perf_counter() - start
+    if run._outputs is not None:
+        run.error = contract_error(backend_name, case, run._outputs)
+        if run.error is not None:
+            run._outputs = None
     if run.verdict == "HANG":
         _after_hang(backend_name, run)
     if hang_guard is not None and not (run.error and "injected_fault" in run.error.detail):
         hang_guard.record(backend_name, case.id, run.verdict)
     return run
+
+
+def standalone(prog: str, fault: Optional[str] = None, backend: Optional[str] = None) -> Optional[int]:
+    """Set up a script's runs (repros, ``python -m hardware sweep``) as the pytest plugin sets up a
+    session's: the same isolated worker (hangs and crashes become verdicts, never a stalled or
+    dead script), the same bounds (``$ACCEL_ISOLATION=none`` runs in this process, for a debugger).
+    The fault is loaded first: one that cannot be loaded (a typo, a missing file, a broken module)
+    is a usage error, said on stderr; the return value is then 2 (the exit status), else None."""
+    global isolation
+    if fault:
+        try:
+            faults.load(fault)
+        except Exception as exc:           # anything the fault file raises on import is a usage error
+            print(f"{prog}: {exc}" if isinstance(exc, ValueError) else
+                  f"{prog}: --inject-fault {fault}: cannot load it: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
+    if isolation is None and os.environ.get("ACCEL_ISOLATION", "process") != "none":
+        import atexit
+
+        from hardware.isolation import Bounds, Isolation
+        from hardware.isolation.bounds import default_memory
+        preload = [registry.KNOWN[backend].split(":")[0]] if backend in registry.KNOWN else []
+        isolation = Isolation(Bounds(memory_bytes=default_memory()), preload=preload)
+        atexit.register(isolation.close)
+    return None
+
+
+def memory_budget() -> Optional[int]:
+    """Bytes one case may use: the isolated worker's bound, and never more than 80 % of this machine."""
+    from hardware.isolation.bounds import default_memory
+    bounds = [b for b in (default_memory(), isolation and isolation.bounds.memory_bytes) if b]
+    return min(bounds) if bounds else None

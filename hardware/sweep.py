@@ -16,7 +16,9 @@ from typing import Callable, Optional, Sequence
 
 from golden import census
 from golden import matmul as golden_matmul
+from golden.inputs import CLASSES
 from hardware import registry, rules, runner, verdicts
+from hardware.isolation.bounds import gib
 
 
 @dataclass
@@ -46,11 +48,17 @@ def _shape(text: str) -> tuple:
     return tuple(values)
 
 
-def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", mode: str = "int", fault: Optional[str] = None,
+def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", inputs: str = "exact", fault: Optional[str] = None,
                      golden_seed: int = 0, timeout_s: Optional[float] = None) -> Row:
     """One shape, start to verdict: inputs, backend run (with the fault), comparison with golden."""
     M, K, N = dims
-    cfg = golden_matmul.MatmulConfig(M, K, N, lhs=lhs, rhs=lhs, acc="f32", mode=mode)
+    cfg = golden_matmul.MatmulConfig(M, K, N, lhs=lhs, rhs=lhs, acc="f32", inputs=inputs)
+    need, budget = matmul_bytes(cfg), runner.memory_budget()
+    if budget is not None and need > budget:
+        # Inputs, output and reference would not fit: said before anything is allocated.
+        return Row(tuple(dims), verdicts.SKIP, message=f"over the memory budget: inputs, output and reference need "
+                   f"about {gib(need)}, the budget is {gib(budget)} (the worker's bound, at most 80% of this "
+                   f"machine's memory)")
     case = golden_matmul.make_case(cfg, golden_seed)
     inputs = golden_matmul.make_inputs(case)
     start = time.perf_counter()
@@ -76,6 +84,14 @@ def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", mode: str 
                                f"(max abs diff {c.max_abs:.6g}); where: {c.where()}")
     row.seconds = time.perf_counter() - start
     return row
+
+
+def matmul_bytes(cfg) -> int:
+    """Peak bytes of one shape, conservatively: the operands (and their f32/f64 copies for the
+    reference), then per output element the device's f32, the reference, and the error model's
+    float64 sums and allowance."""
+    operands = cfg.M * cfg.K + cfg.K * cfg.N
+    return operands * (golden_matmul.ELEMENT_BYTES[cfg.lhs] + 8) + cfg.M * cfg.N * (4 + 4 + 16 + 16)
 
 
 # --op NAME -> how one shape of that operator is run. Only matmul has a dimension sweep so far.
@@ -140,24 +156,12 @@ def parser(prog: str = "python -m hardware sweep") -> argparse.ArgumentParser:
                    help="apply a built-in or file fault to every result (e.g. aie-matmul-4x2-herd-hang)")
     p.add_argument("--dtype", default="bf16", choices=golden_matmul.OPERAND_DTYPES,
                    help="operand dtype; the accumulator is f32 (default bf16)")
-    p.add_argument("--mode", default="int", choices=golden_matmul.MODES,
-                   help="inputs: small integers compared bit for bit, or normal values within the error model")
+    p.add_argument("--inputs", default="exact", choices=CLASSES,
+                   help="input class (golden/inputs.py): exact small integers compared bit for bit (default), "
+                        "normal values within the error model, or another class")
     p.add_argument("--golden-seed", type=int, default=0, help="shift every shape's input seed")
     p.add_argument("--case-timeout", type=float, default=None, help="bound for one run in seconds")
     return p
-
-
-def fault_error(prog: str, spec) -> bool:
-    """Say on stderr why --fault cannot be loaded; True when it cannot."""
-    if not spec:
-        return False
-    from hardware import faults
-    try:
-        faults.load(spec)
-    except Exception as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return True
-    return False
 
 
 def main(argv=None, prog: str = "python -m hardware sweep") -> int:
@@ -165,18 +169,18 @@ def main(argv=None, prog: str = "python -m hardware sweep") -> int:
     if args.hw not in registry.KNOWN:
         print(f"{prog}: unknown backend {args.hw!r}; known: {', '.join(registry.KNOWN)}", file=sys.stderr)
         return 2
-    if fault_error(prog, args.fault):
+    if runner.standalone(prog, args.fault, args.hw) is not None:
         return 2
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)
     label = f"{args.op} on {args.hw}" + (f" with fault {args.fault}" if args.fault else "")
-    print(f"# sweep: {label}; {args.dtype} x {args.dtype} -> f32, {args.mode} inputs, {len(shapes)} shapes")
+    print(f"# sweep: {label}; {args.dtype} x {args.dtype} -> f32, {args.inputs} inputs, {len(shapes)} shapes")
     if reason:
         print(f"# {args.hw} is not available here: every shape is SKIP ({reason})")
     try:
-        rows, _ = sweep(args.op, args.hw, shapes, lhs=args.dtype, mode=args.mode, fault=args.fault,
+        rows, _ = sweep(args.op, args.hw, shapes, lhs=args.dtype, inputs=args.inputs, fault=args.fault,
                         golden_seed=args.golden_seed, timeout_s=args.case_timeout)
-    except ValueError as exc:            # a shape the golden model rejects (e.g. int mode, huge K)
+    except ValueError as exc:            # a shape the golden model rejects (e.g. exact inputs, huge K)
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     return 1 if any(r.verdict in verdicts.BAD for r in rows) else 0

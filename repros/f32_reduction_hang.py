@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from golden import reductions as R  # noqa: E402
 from golden.compare import census  # noqa: E402
-from hardware import registry  # noqa: E402
+from hardware import registry, runner  # noqa: E402
 from hardware.runner import run_case  # noqa: E402
 
 # The seed's micro-tests (mt_*) and the kind and shape each one is here.
@@ -97,13 +97,8 @@ def main(argv=None) -> int:
     if reason:
         print(f"{args.hw} is not available here: {reason}")
         return 2
-    if args.fault:
-        from hardware import faults
-        try:
-            faults.load(args.fault)
-        except ValueError as exc:
-            print(exc, file=sys.stderr)
-            return 2
+    if runner.standalone("f32_reduction_hang.py", args.fault, args.hw) is not None:   # isolated, as in pytest
+        return 2
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.hw == "iree-cpu":
         variants = variants[:1]

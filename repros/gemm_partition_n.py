@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from golden import gemm  # noqa: E402
 from golden.compare import census  # noqa: E402
+from hardware import runner  # noqa: E402
 from hardware.runner import run_case  # noqa: E402
 
 SIZES = {"small": gemm.VOCAB_MINI, "llama": gemm.LLAMA_VOCAB}
@@ -46,6 +47,8 @@ def main(argv=None) -> int:
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
     ap.add_argument("--golden-seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if runner.standalone("gemm_partition_n.py", args.fault, args.hw) is not None:   # isolated, as in pytest
+        return 2
     cfg = SIZES[args.size]
     P = cfg.partition_N
     bar = "=" * 70

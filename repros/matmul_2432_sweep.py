@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from golden import matmul as golden_matmul  # noqa: E402
-from hardware import registry, sweep, verdicts  # noqa: E402
+from hardware import registry, runner, sweep, verdicts  # noqa: E402
 
 BACKENDS = ("emu", "iree-cpu", "iree-amd-aie")
 PROG = "repros/matmul_2432_sweep.py"
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
         if action.dest == "op":
             action.help = "operator (only matmul)"
     args = p.parse_args(argv)
-    if sweep.fault_error(PROG, args.fault):
+    if runner.standalone(PROG, args.fault, args.hw) is not None:     # isolated, as in pytest
         return 2
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)
@@ -41,9 +41,9 @@ def main(argv=None) -> int:
         print(f"{args.hw} cannot run here: {reason}")
         return 2
     print(f"# matmul {args.dtype} x {args.dtype} -> f32 on {args.hw}"
-          + (f" with fault {args.fault}" if args.fault else "") + f", {args.mode} inputs, {len(shapes)} shapes")
+          + (f" with fault {args.fault}" if args.fault else "") + f", {args.inputs} inputs, {len(shapes)} shapes")
     try:
-        rows, _ = sweep.sweep("matmul", args.hw, shapes, lhs=args.dtype, mode=args.mode, fault=args.fault,
+        rows, _ = sweep.sweep("matmul", args.hw, shapes, lhs=args.dtype, inputs=args.inputs, fault=args.fault,
                               golden_seed=args.golden_seed, timeout_s=args.case_timeout)
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

@@ -11,6 +11,13 @@ its copy).
 Flags may name files inside the output folder with the placeholder ``{out}``
 (``--iree-llvmcpu-static-library-output-path={out}/lib.o``); it is replaced by the real folder.
 
+Every entry carries ``index.json`` (schema hardware/schemas/iree-cache-entry.schema.json): the
+key, the output's name and the size and sha256 of every file, written inside the temporary folder
+before the rename. A hit is trusted only once its index validates and every file matches it
+(checked once per process and entry); an entry that does not (truncated, corrupted, from an
+older suite without an index, a file name that leaves the folder) is moved aside, removed and
+rebuilt, with a note on stderr and in ``Compiled.note``.
+
 The cache lives in ``$ACCEL_IREE_CACHE``, else ``$XDG_CACHE_HOME/accel-regress/iree`` (default
 ``~/.cache/accel-regress/iree``): outside the checkout, so a runner keeps it across clones and
 checkouts, and never inside an installed package. Its key holds everything that decides the
@@ -22,9 +29,11 @@ compile is not cached: it raises ``hardware.CompileError`` with the compiler's d
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -32,7 +41,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from hardware import schemas
+from hardware.atomic import write_atomic
 from hardware.errors import CompileError, Hang
+from hardware.paths import PathRefused, member_path
 
 PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
 VMFB = "module.vmfb"
@@ -91,9 +103,12 @@ def llvm_version(tool: Optional[str] = None) -> str:
     return _version_field(tool, "LLVM version")
 
 
+ENTRY_FORMAT = "index-v1"   # in the key: entries of an older suite (no index) sit beside, never replaced under a reader
+
+
 def cache_key(mlir: str, flags: Sequence[str], tool: Optional[str] = None) -> str:
     h = hashlib.sha256()
-    for part in (compiler_version(tool), "\0".join(flags), mlir):
+    for part in (ENTRY_FORMAT, compiler_version(tool), "\0".join(flags), mlir):
         h.update(part.encode())
         h.update(b"\x01")
     return h.hexdigest()
@@ -106,6 +121,7 @@ class Compiled:
     seconds: float          # compile time (0 when cached)
     argv: tuple[str, ...]   # the command as it ran (paths inside the temporary folder)
     output_name: str = VMFB
+    note: str = ""          # set when a bad cache entry was discarded and rebuilt
 
     @property
     def output(self) -> Path:
@@ -141,8 +157,14 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
             raise CompileError(reason, detail={"diagnostic": reason})
     key = cache_key(mlir, [*flags, f"-o={output}"] if output != VMFB else flags, tool)
     final = (root or cache_root()) / key
-    if (final / output).is_file():
-        return Compiled(final, True, 0.0, (), output)
+    note = ""
+    if final.exists():
+        problem = entry_problem(final, key, output)
+        if problem is None:
+            return Compiled(final, True, 0.0, (), output)
+        note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
+        _discard(final)
+        print(f"accel-regress: {note}", file=sys.stderr)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
     try:
@@ -159,16 +181,71 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
         if proc.returncode != 0 or not (tmp / output).is_file():
             raise on_error(proc, argv, name)
         (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
+        _write_index(tmp, key, output)
         try:
             os.rename(tmp, final)
         except OSError:          # another worker finished the same entry first: use theirs
-            if not (final / output).is_file():
+            if entry_problem(final, key, output) is not None:
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
-        return Compiled(final, False, seconds, tuple(argv), output)
+        return Compiled(final, False, seconds, tuple(argv), output, note)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+INDEX = "index.json"
+_verified: set[tuple] = set()      # (entry, index mtime) already checked in this process
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_index(folder: Path, key: str, output: str) -> None:
+    files = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
+             for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+    write_atomic(folder / INDEX, json.dumps({"key": key, "output": output, "files": files}, indent=1) + "\n")
+
+
+def entry_problem(folder: Path, key: str, output: str) -> Optional[str]:
+    """None when the entry's index validates and every file it lists matches; else what is wrong."""
+    index = folder / INDEX
+    try:
+        stamp = (str(folder), index.stat().st_mtime_ns)
+    except OSError:
+        return "no index.json (an unfinished entry or one from an older suite)"
+    if stamp in _verified:
+        return None
+    try:
+        doc = schemas.load_json(index, "iree-cache-entry")
+    except schemas.InputError as exc:
+        return str(exc)
+    if doc["key"] != key or doc["output"] != output or output not in doc["files"]:
+        return f"index.json describes another entry (key {doc['key'][:12]}..., output {doc['output']!r})"
+    for name, want in doc["files"].items():
+        try:
+            path = member_path(folder, name)
+            if path.stat().st_size != want["size"] or _sha256(path) != want["sha256"]:
+                return f"{name} does not match its checksum (truncated or corrupted)"
+        except (PathRefused, OSError) as exc:
+            return f"{name}: {exc}"
+    _verified.add(stamp)
+    return None
+
+
+def _discard(folder: Path) -> None:
+    """Move a bad entry aside (one rename: no reader sees it half removed), then remove it."""
+    aside = Path(tempfile.mkdtemp(prefix=f".bad-{folder.name[:16]}-", dir=folder.parent))
+    try:
+        os.rename(folder, aside / "entry")
+    except OSError:
+        pass              # another process discarded it first
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _text(data) -> str:

@@ -420,6 +420,11 @@ class Isolation:
             raise
         return None if reply.get("ok") else f"{backend}.reset() raised {reply.get('exception')}"
 
+    def retire_worker(self) -> None:
+        """End the warm worker, so the next run starts in a fresh one (--repeat alternates)."""
+        if self._worker is not None:
+            self._drop(self._worker)
+
     def close(self) -> None:
         if self._worker is not None:
             self._drop(self._worker)

@@ -1,7 +1,11 @@
 """The fused_decode family on IRON's operator sequence (seed 001: FusedMLIROperator, amd/IRON PR #117).
 
-Checked against amd/IRON@5f21cd41 ``iron/common/fusion.py`` (read through the search index; no
-mirror of amd/IRON could be fetched, so citations name the symbol, not the line):
+Checked against amd/IRON@5f21cd41 ``iron/common/fusion.py`` and its successor @979f9b4e
+``iron/common/sequence.py`` (read through the search index; no mirror of amd/IRON could be
+fetched, so citations name the symbol, not the line). @979f9b4e keeps the constructor, runlist,
+buffers and callables below; the modes became SequenceDispatch policies named by
+``_DISPATCH_ALIASES`` (an unknown name is a TypeError) and the NPU1 refusal reads "dispatch='fused'
+requires NPU2; NPU1 has no full-ELF dispatch". @5f21cd41:
 - ``OperatorSequence(name, runlist, input_args, output_args, buffer_sizes=None, dispatch="auto",
   context=...)``, the class seed 001 calls FusedMLIROperator; ``DISPATCH_MODES = ("auto", "fused",
   "separate", "reference", "compare")``. A runlist entry is ``(operator, *buffer_names)`` with the
@@ -38,8 +42,12 @@ from golden.case import Case
 from golden.dtypes import to_bf16
 from hardware.errors import Unsupported
 
-IRON_SOURCE = "amd/IRON@5f21cd41 iron/common/fusion.py (OperatorSequence, dispatch modes of PR #117)"
-# Seed 001's name for the class, then amd/IRON's later one.
+IRON_SOURCE = ("amd/IRON@5f21cd41 iron/common/fusion.py (OperatorSequence.DISPATCH_MODES) and "
+               "@979f9b4e iron/common/sequence.py (_DISPATCH_ALIASES)")
+# Where the class has lived: iron/common/sequence.py (amd/IRON@979f9b4e, dispatch given by name or as
+# a SequenceDispatch) and iron/common/fusion.py (@5f21cd41, DISPATCH_MODES); seed 001's class name,
+# FusedMLIROperator, is the one fusion.py had before the rename.
+SEQUENCE_MODULES = ("iron.common.sequence", "iron.common.fusion")
 SEQUENCE_CLASSES = ("OperatorSequence", "FusedMLIROperator")
 NEEDED_MODES = {"steps": "separate", "fused": "fused"}
 
@@ -157,26 +165,44 @@ def plan(case: Case) -> list[Segment]:
 # --- what this IRON has --------------------------------------------------------------------------
 
 def sequence_class():
-    """IRON's operator-sequence class with dispatch modes, or the reason there is none."""
-    try:
-        fusion = importlib.import_module("iron.common.fusion")
-    except Exception as exc:
-        return None, f"iron.common.fusion does not import ({type(exc).__name__}: {exc}); checked against {IRON_SOURCE}"
-    cls = next((getattr(fusion, n) for n in SEQUENCE_CLASSES if hasattr(fusion, n)), None)
-    if cls is None:
-        return None, f"iron.common.fusion has no {' or '.join(SEQUENCE_CLASSES)}; checked against {IRON_SOURCE}"
-    modes = getattr(cls, "DISPATCH_MODES", None)
-    if not modes:
-        return None, (f"this IRON's {cls.__name__} has no dispatch modes (no DISPATCH_MODES: the separate-xclbin, "
-                      f"reference and compare modes came with amd/IRON PR #117); checked against {IRON_SOURCE}")
-    return cls, None
+    """((IRON's operator-sequence class, its dispatch mode names, its module), None), or (None, the
+    reason)."""
+    reasons = []
+    for module_name in SEQUENCE_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue
+            reasons.append(f"{module_name} does not import ({type(exc).__name__}: {exc})")
+            continue
+        except Exception as exc:
+            reasons.append(f"{module_name} does not import ({type(exc).__name__}: {exc})")
+            continue
+        cls = next((getattr(module, n) for n in SEQUENCE_CLASSES if hasattr(module, n)), None)
+        if cls is None:
+            reasons.append(f"{module_name} has no {' or '.join(SEQUENCE_CLASSES)}")
+            continue
+        modes = getattr(cls, "DISPATCH_MODES", None) or tuple(getattr(module, "_DISPATCH_ALIASES", ()))
+        if not modes:
+            reasons.append(f"this IRON's {module_name}.{cls.__name__} has no dispatch modes (neither DISPATCH_MODES "
+                           f"nor _DISPATCH_ALIASES: the separate-xclbin, reference and compare modes came with "
+                           f"amd/IRON PR #117)")
+            continue
+        return (cls, tuple(modes), module_name), None
+    if not reasons:
+        reasons.append(f"IRON has neither {' nor '.join(SEQUENCE_MODULES)}")
+    return None, "; ".join(reasons) + f"; checked against {IRON_SOURCE}"
 
 
 def describe() -> str:
     """For versions(): which operator sequence this IRON has (fused_decode's expectations may
     differ between them)."""
-    cls, why = sequence_class()
-    return f"{cls.__name__}, dispatch modes {', '.join(cls.DISPATCH_MODES)}" if cls else f"none ({why})"
+    found, why = sequence_class()
+    if found is None:
+        return f"none ({why})"
+    cls, modes, module_name = found
+    return f"{module_name}.{cls.__name__}, dispatch modes {', '.join(modes)}"
 
 
 def _operator(name: str):
@@ -185,14 +211,15 @@ def _operator(name: str):
 
 
 def supports(case: Case) -> Optional[str]:
-    cls, why = sequence_class()
-    if cls is None:
+    found, why = sequence_class()
+    if found is None:
         return why
+    cls, modes, _ = found
     mode = NEEDED_MODES.get(case.params.get("program"))
     if mode is None:
         return f"unknown fused_decode program {case.params.get('program')!r}"
-    if mode not in cls.DISPATCH_MODES:
-        return f"this IRON's {cls.__name__}.DISPATCH_MODES {tuple(cls.DISPATCH_MODES)} has no {mode!r}"
+    if mode not in modes:
+        return f"this IRON's {cls.__name__} has no dispatch {mode!r} (it has {', '.join(modes)})"
     try:
         steps = [s for seg in plan(case) for s in seg.steps]
     except Unsupported as exc:
@@ -238,6 +265,9 @@ def _write(run, name: str, value: np.ndarray, stage) -> None:
     if flat.numel() < data.numel():
         raise Unsupported(f"IRON sized buffer {name!r} {flat.numel()} elements, the case has {data.numel()}")
     flat[: data.numel()].copy_(data)
+    # The caller syncs what it wrote: the fused callable pushes only buffers marked so (amd/IRON
+    # @5f21cd41 fusion.py SequenceFullELFCallable.__call__; @979f9b4e's test helper _set_input).
+    stage(f"{name}.to('npu')", lambda: buf.to("npu"))
 
 
 def _read(run, name: str, shape: tuple[int, ...], stage) -> np.ndarray:
@@ -264,9 +294,10 @@ def _segment_io(segments: list[Segment], n: int) -> tuple[list[str], list[str]]:
 def run(case: Case, inputs: Mapping[str, np.ndarray], *, context, stage) -> dict[str, np.ndarray]:
     """``context``: IRON's AIEContext for the operators (build dir set); ``stage(what, fn,
     compile_stage=False)`` turns IRON's failures into verdicts."""
-    Sequence, why = sequence_class()
-    if Sequence is None:
+    found, why = sequence_class()
+    if found is None:
         raise Unsupported(why)
+    Sequence = found[0]
     program = case.params["program"]
     dispatch = NEEDED_MODES[program]
     out_shapes = shapes(case)

@@ -11,17 +11,18 @@ Features register here as plugins of their own; backends are not plugins: they r
 entry points (hardware/registry.py).
 """
 pytest_plugins = [
-    "hardware.plugin.options",
     "hardware.plugin.fixtures",
     "hardware.plugin.isolation",
     "hardware.plugin.recording",
     "hardware.plugin.terminal",
     "hardware.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
     "hardware.report.plugin",           # markdown, html and heatmaps after results.json
+    "hardware.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N
     "hardware.npu.markers",             # supported_devices, --npu-artifacts, --npu-mode
     "hardware.pypto.pto_cpp_option",    # --pto-cpp: lint ptoas output
     "hardware.qemu_rvv.report_plugin",  # RVV codegen scan in qemu-rvv / firesim records
     "hardware.hypothesis_profiles",     # accel-ci (default) and explore profiles
+    "hardware.plugin.options",          # last: it gives every option above an ini twin
 ]
 
 

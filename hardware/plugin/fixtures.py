@@ -34,6 +34,9 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("hw", names, ids=names, indirect=True, scope="module")
 
 
+NOT_APPLICABLE = pytest.StashKey[str]()
+
+
 def pytest_collection_modifyitems(config, items):
     """A backend that cannot run a family at all SKIPs its tests before any input is made."""
     said: dict[tuple, Optional[str]] = {}
@@ -46,10 +49,12 @@ def pytest_collection_modifyitems(config, items):
         if key not in said:
             name, op = key
             reason = registry.availability(name)
-            said[key] = (f"backend {name} unavailable: {reason}" if reason
-                         else _op_reason(name, op))
-        if said[key]:
-            item.add_marker(pytest.mark.skip(reason=said[key]))
+            said[key] = (f"backend {name} unavailable: {reason}", False) if reason else (_op_reason(name, op), True)
+        reason, never = said[key]
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+            if never:   # the backend can never run this family: NOT_APPLICABLE, not a SKIP that matters
+                item.stash[NOT_APPLICABLE] = reason
 
 
 def _op_reason(name: str, op: str) -> Optional[str]:
@@ -67,6 +72,7 @@ def pytest_runtest_call(item):
 
 @pytest.fixture(scope="module")
 def hw(request) -> Hardware:
+    __tracebackhide__ = True    # a set-up error is about the installation, not this code
     name = request.param
     reason = registry.availability(name)
     if reason:

@@ -1,5 +1,5 @@
 """The suite's options: each one on the command line and in the ini file (``accel_<name>``), the
-command line winning; validation (a bad value is a usage error, never a traceback or a silent
+command line winning (the feature plugins' options too); validation (a bad value is a usage error, never a traceback or a silent
 default); the backend selection; which marker expression applies."""
 from __future__ import annotations
 
@@ -83,6 +83,14 @@ OPTIONS = (
 
 def pytest_addoption(parser):
     g = parser.getgroup("accel-regress")
+    # The feature plugins (registered before this module) have added theirs: each gets an ini twin.
+    _FEATURE[:] = []
+    for arg in g.options:
+        dest = arg.dest
+        flag = arg.attrs().get("action") in ("store_true", "store_false")
+        parser.addini("accel_" + dest, f"{arg.names()[-1]} (the command line wins)", type="bool" if flag else "string",
+                      default=None)
+        _FEATURE.append(arg)
     for opt in OPTIONS:
         # default None on the command line: "not given", so the ini file can fill it in.
         if opt.switch:
@@ -95,6 +103,30 @@ def pytest_addoption(parser):
                     help=f"{opt.help} [ini: {opt.ini}]")
         parser.addini(opt.ini, f"{opt.flag} (the command line wins)", type="args" if opt.repeat else "string",
                       default=[] if opt.repeat else None)
+
+
+_FEATURE: list = []   # feature plugins' options (pytest's Argument objects), ini-settable too
+
+
+def _resolve_feature(config, arg) -> None:
+    """A feature option left at its default takes the ini value, converted as on the command line."""
+    attrs = arg.attrs()
+    if config.getoption(arg.dest) != attrs.get("default"):
+        return
+    ini = config.getini("accel_" + arg.dest)
+    if ini in (None, ""):
+        return
+    where = f"accel_{arg.dest} (ini file {config.inipath})"
+    if attrs.get("action") in ("store_true", "store_false"):
+        setattr(config.option, arg.dest, bool(ini) == (attrs["action"] == "store_true"))
+        return
+    try:
+        value = attrs["type"](ini) if callable(attrs.get("type")) else ini
+    except (TypeError, ValueError) as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
+    if attrs.get("choices") and value not in attrs["choices"]:
+        raise pytest.UsageError(f"{where}: {value!r} is not one of {', '.join(attrs['choices'])}")
+    setattr(config.option, arg.dest, [value] if attrs.get("action") == "append" else value)
 
 
 def _resolve(config, opt: Option) -> Any:
@@ -134,27 +166,34 @@ def _check_session_timeout(config) -> None:
 
 
 _LARGE = re.compile(r"\blarge\b")
+_INPUT_CLASSES = re.compile(r"\binput_classes\b")
 
 
 def _markexpr(config) -> str:
-    """``-m`` selects within the default set: ``large`` cases stay out unless the expression names them."""
+    """``-m`` selects within the default set: ``large`` cases and the extra ``input_classes``
+    cases stay out unless the expression names them."""
     expr = (config.getoption("markexpr", None) or "").strip()
     if not expr:
         config._accel_large = "large cases excluded (-m large runs them)"
-        return "not large"
+        return "not large and not input_classes"
+    classes = "" if _INPUT_CLASSES.search(expr) else " and not input_classes"
     if _LARGE.search(expr):
         config._accel_large = f"large cases as -m {expr!r} says"
-        return expr
+        return f"({expr}){classes}"
     config._accel_large = f"large cases excluded (-m {expr!r} does not name 'large')"
-    return f"({expr}) and not large"
+    return f"({expr}) and not large{classes}"
 
 
 @pytest.hookimpl(tryfirst=True)   # every other part of the plugin reads what this settles
 def pytest_configure(config):
     config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
+    config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
+                            "family, excluded by default; run with -m input_classes")
     config.addinivalue_line("markers", "family(op): the operator family a test belongs to")
     for opt in OPTIONS:
         setattr(config.option, opt.dest, _resolve(config, opt))
+    for arg in _FEATURE:
+        _resolve_feature(config, arg)
     _check_session_timeout(config)
     from golden import store
     store.configure(enabled=not config.getoption("no_golden_cache"))
@@ -171,7 +210,8 @@ def pytest_configure(config):
             faults.load(spec)
         except Exception as exc:
             raise pytest.UsageError(str(exc)) from None
-    if not config.option.xmlpath and not hasattr(config, "workerinput"):
+    # --collect-only writes no reports (and so leaves the last run's alone).
+    if not config.option.xmlpath and not hasattr(config, "workerinput") and not config.option.collectonly:
         config.option.xmlpath = str(Path(config.getoption("report_dir")) / "junit.xml")
     config.option.markexpr = _markexpr(config)
 

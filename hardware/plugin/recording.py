@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import socket
 import sys
 import time
@@ -18,6 +19,7 @@ from golden.compare import Mismatch
 from hardware import registry, results, runner, verdicts
 from hardware.errors import SetupError, VerdictError
 from hardware.plugin import isolation
+from hardware.plugin.fixtures import NOT_APPLICABLE
 
 _RECORD = pytest.StashKey[dict]()
 PROP = "accel_regress"      # the JUnit property that carries a case's record, as JSON
@@ -25,12 +27,13 @@ PROP = "accel_regress"      # the JUnit property that carries a case's record, a
 _current: Optional[dict] = None     # the record of the case running in this process
 _config = None
 _started: dict[str, float] = {}     # node id -> start time, of cases not finished yet
+_finished = [0]                     # tests (suite cases or not) that reached their teardown
 
 
 def pytest_configure(config):
     global _config, _started
-    config._accel_saved_recording = (_config, _started)
-    _config, _started = config, {}
+    config._accel_saved_recording = (_config, _started, _finished[0])
+    _config, _started, _finished[0] = config, {}, 0
     runner.observer = _observe
 
 
@@ -38,7 +41,7 @@ def pytest_unconfigure(config):
     global _config, _started
     saved = getattr(config, "_accel_saved_recording", None)
     if saved is not None:
-        _config, _started = saved
+        _config, _started, _finished[0] = saved
 
 
 def _observe(run: runner.Run) -> None:
@@ -50,17 +53,18 @@ def _new_record(item) -> dict:
     callspec = getattr(item, "callspec", None)
     backend = callspec.params.get("hw") if callspec else None
     fam = item.get_closest_marker("family")
+    # A test on no backend (a harness check) is a result too, under its family, else its file's name.
+    family = fam.args[0] if fam else ("selftest" if item.get_closest_marker("selftest") else item.path.stem)
     return {"nodeid": item.nodeid, "test": item.name, "backend": backend,
-            "family": fam.args[0] if fam else None, "verdict": None, "stage": None, "message": "",
+            "family": family, "verdict": None, "stage": None, "message": "",
             "census": [], "detail": {}, "_runs": [], "_start": time.time()}
 
 
 @pytest.hookimpl(tryfirst=True)   # before pytest's own skip marks, so a SKIP is a result too
 def pytest_runtest_setup(item):
     global _current
-    # Only suite cases (tests that run on a backend) are results; selftests are not.
-    if "hw" in getattr(item, "fixturenames", ()):
-        item.stash[_RECORD] = _current = _new_record(item)
+    # Every test is a result (the headline counts what pytest counts); backend None when it runs on none.
+    item.stash[_RECORD] = _current = _new_record(item)
 
 
 def _classify(rec: dict, report, call) -> None:
@@ -79,20 +83,20 @@ def _classify(rec: dict, report, call) -> None:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         rec["verdict"], rec["stage"], rec["message"] = verdicts.SKIP, None, reason.removeprefix("Skipped: ")
         return
+    # pytest's own failure text stays (the --tb style, the test's file and line, add_note lines);
+    # what the verdict adds goes in a section after it.
     exc = call.excinfo.value if call and call.excinfo else None
     if isinstance(exc, VerdictError):
         rec["verdict"], rec["stage"] = exc.verdict, exc.stage
         rec["message"] = exc.message
         rec["detail"].update(exc.detail)
-        report.longrepr = _verdict_text(exc) + _notes(exc)
+        _add_section(report, f"{exc.verdict} at stage {exc.stage}", _verdict_text(exc))
     elif isinstance(exc, SetupError):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "setup", str(exc)
-        report.longrepr = f"set-up error: {exc}"
     elif isinstance(exc, Mismatch):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
         rec["census"].append(exc.census.to_json())
         rec["detail"].update(getattr(exc, "detail", {}))     # e.g. compare mode's per-step table
-        report.longrepr = str(exc) + _notes(exc)
     elif isinstance(exc, AssertionError):
         rec["verdict"], rec["stage"] = verdicts.FAIL, "compare"
         rec["message"] = str(exc) or "assertion failed"
@@ -101,13 +105,13 @@ def _classify(rec: dict, report, call) -> None:
         rec["message"] = f"{report.when}: {type(exc).__name__}: {exc}" if exc else f"{report.when} failed"
 
 
-def _notes(exc: BaseException) -> str:
-    """Lines added with add_note (hypothesis's 'Falsifying example: ...' among them)."""
-    return "".join("\n" + n for n in getattr(exc, "__notes__", ()))
+def _add_section(report, title: str, text: str) -> None:
+    if hasattr(report.longrepr, "addsection"):
+        report.longrepr.addsection(title, text)
 
 
 def _verdict_text(exc: VerdictError) -> str:
-    lines = [f"{exc.verdict} at stage {exc.stage}: {exc.message}"]
+    lines = [exc.message]
     for key, value in exc.detail.items():
         text = str(value).rstrip()
         if "\n" in text:
@@ -123,8 +127,15 @@ def pytest_runtest_makereport(item, call):
     report = yield
     rec = item.stash.get(_RECORD, None)
     if rec is None:
+        if report.failed:
+            _add_section(report, "rerun this case", rerun_line(item, None))
         return report
     _classify(rec, report, call)
+    if rec["verdict"] == verdicts.SKIP and NOT_APPLICABLE in item.stash:
+        rec["verdict"] = verdicts.NOT_APPLICABLE
+    if report.failed:
+        rec["rerun"] = rerun_line(item, rec["backend"])
+        _add_section(report, "rerun this case", rec["rerun"])
     if report.when == "teardown":
         record = _finish_record(rec)
         item.config.hook.pytest_accel_regress_record(item=item, record=record)
@@ -132,6 +143,21 @@ def pytest_runtest_makereport(item, call):
         # execnet under xdist (which refuses str subclasses such as torch's TorchVersion).
         report.user_properties.append((PROP, json.dumps(record, default=str)))
     return report
+
+
+def rerun_line(item, backend: Optional[str]) -> str:
+    """The command that reruns exactly this case, with the options that shaped it."""
+    config = item.config
+    argv = ["python", "-m", "pytest", item.nodeid]
+    if backend:
+        argv += ["--hw", backend]
+    if config.getoption("golden_seed"):
+        argv += ["--golden-seed", str(config.getoption("golden_seed"))]
+    if config.getoption("inject_fault"):
+        argv += ["--inject-fault", config.getoption("inject_fault")]
+    if config.getoption("case_timeout") is not None:
+        argv += ["--case-timeout", f"{config.getoption('case_timeout'):g}"]
+    return shlex.join(argv)
 
 
 def _as_result(rec: dict) -> dict:
@@ -169,8 +195,8 @@ def _backends_info(names) -> dict:
 
 def pytest_sessionstart(session):
     config = session.config
-    if isolation.is_worker(config):
-        return
+    if isolation.is_worker(config) or config.option.collectonly:
+        return     # --collect-only writes no reports and leaves the last run's alone
     names = config._accel_hw
     meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
             "platform": platform.platform(), "python": sys.version.split()[0], "argv": sys.argv[1:],
@@ -186,6 +212,7 @@ def pytest_runtest_logstart(nodeid, location):
 def pytest_runtest_logreport(report):
     if report.when != "teardown":
         return
+    _finished[0] += 1
     _started.pop(report.nodeid, None)
     for key, value in report.user_properties:
         if key == PROP:
@@ -210,12 +237,8 @@ def _interrupted_records(session, reason: str) -> list[dict]:
             rec = _as_result(_current)
         else:
             item = items.get(nodeid)
-            if item is not None and "hw" not in getattr(item, "fixturenames", ()):
-                continue    # not a suite case (a selftest): not a result
             # Under xdist the controller knows only the node id.
             backend = _backend_in(nodeid)
-            if item is None and backend is None:
-                continue
             rec = {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": backend, "family": None,
                    "census": [], "detail": {}, "runs": [], "versions": {}}
         rec.update(verdict=verdicts.INTERRUPTED, stage="run",
@@ -239,8 +262,15 @@ def pytest_sessionfinish(session, exitstatus):
     if interrupted:
         for rec in _interrupted_records(session, stop_reason or "interrupted"):
             sink.add(rec)
+    # complete: every selected test ran to its end (no -x / --maxfail stop, no interruption)
+    stopped_early = bool(session.shouldfail) and not (session.testscollected and _finished[0] >= session.testscollected)
+    if not stop_reason and session.shouldstop:
+        stop_reason = str(session.shouldstop)
+    if not stop_reason and stopped_early:
+        stop_reason = f"{session.shouldfail} (-x / --maxfail)"
     data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus),
-                       interrupted=interrupted, **({"stop_reason": stop_reason} if stop_reason else {}))
+                       interrupted=interrupted, complete=not (interrupted or stopped_early),
+                       **({"stop_reason": stop_reason} if stop_reason else {}))
     session.config._accel_data = data
     session.config.hook.pytest_accel_regress_session_finished(config=session.config, data=data,
                                                               report_dir=sink.dir)

@@ -68,11 +68,13 @@ def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, st
 
 def write_all(data: dict, out: Path, base: Optional[Path] = None, expectations: Optional[dict] = None,
               verdict: Optional[gate.Verdict] = None, baseline: Optional[dict] = None,
-              policy: Optional[gate.Policy] = None, allow_fault: bool = False, link_base: str = "") -> dict:
+              policy: Optional[gate.Policy] = None, allow_fault: bool = False, link_base: str = "",
+              pending: tuple = ()) -> dict:
     """Write summary.md, index.html, heatmaps/, the CSV matrices and pr-comment.md into ``out``.
 
     ``verdict`` is the gate's answer; when not given it is computed here from ``baseline``,
-    ``policy`` and ``allow_fault`` exactly as ``python -m hardware gate`` computes it."""
+    ``policy`` and ``allow_fault`` exactly as ``python -m hardware gate`` computes it. ``pending``:
+    names of files in ``base`` that are written just after (junit.xml), linked all the same."""
     out = Path(out)
     base = Path(base or out)
     if expectations is None and (base / "expectations.json").is_file():
@@ -94,7 +96,7 @@ def write_all(data: dict, out: Path, base: Optional[Path] = None, expectations: 
     results.write_atomic(out / "pr-comment.md", pr_comment.render(m, baseline, link_base))
     links = [("summary.md", "summary.md"), ("matrix.csv", "matrix.csv"), ("pr-comment.md", "pr-comment.md")]
     for name in ("results.json", "junit.xml", "expectations.json"):
-        if (base / name).is_file():
+        if (base / name).is_file() or name in pending:
             links.append((name, os.path.relpath(base / name, out)))
     results.write_atomic(out / "index.html", html.render(m, maps, links, expectations, extra=trend_html))
     return {"summary": out / "summary.md", "index": out / "index.html", "pr_comment": out / "pr-comment.md",

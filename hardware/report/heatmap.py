@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -57,15 +56,9 @@ def ratio_map(got, expected, *, atol=0.0, rtol=0.0, tol=None,
 
 def save(path: Path, ratio: np.ndarray) -> None:
     """np.save, atomically (temp file + rename); read back with allow_pickle=False."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npy", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, np.ascontiguousarray(ratio, np.float32), allow_pickle=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from hardware.atomic import atomic_file
+    with atomic_file(path, binary=True) as f:
+        np.save(f, np.ascontiguousarray(ratio, np.float32), allow_pickle=False)
 
 
 def load(path: Path) -> np.ndarray:

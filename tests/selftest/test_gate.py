@@ -179,3 +179,47 @@ def test_known_bug_that_fails_another_way():
     v = gate.evaluate(now, BASELINE)
     assert v.reasons == ["1 known bug(s) now fail another way (XFAIL in the baseline): "
                          "COMPILE_ERROR tests/test_gemm_partition_n.py::test_partition[P4] on npu"]
+
+
+def _enums(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("enum"), list):
+            yield node["enum"]
+        for v in node.values():
+            yield from _enums(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _enums(v)
+
+
+def test_results_schema_knows_every_verdict():
+    from pathlib import Path
+    from hardware import verdicts
+    schema = json.loads((Path(gate.__file__).parent / "schemas" / "results.schema.json").read_text())
+    enum = next(e for e in _enums(schema) if "PASS" in e)
+    assert set(enum) == set(verdicts.ALL)
+
+
+def test_a_new_flaky_blocks_like_a_new_failure(tmp_path, capsys):
+    flaky = _case("test_forward", "emu", "FLAKY", message="FLAKY 1/5: run 3 (same worker) FAIL")
+    flaky["detail"]["repeat"] = {"runs": 5, "failed": 1, "rate": "1/5"}
+    now = _data([flaky, _case("test_partition", "emu", "PASS"), _case("test_forward", "npu", "PASS"),
+                 _case("test_partition", "npu", "XFAIL", expectation=ENTRY)])
+    assert gate.main([_write(tmp_path, "now.json", now), "--baseline", _write(tmp_path, "old.json", BASELINE)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["DON'T SHIP: 1 reason", "  - 1 new FLAKY (mixed outcomes over --repeat): "
+                       "FLAKY 1/5 tests/test_gemm_partition_n.py::test_forward[P4] on emu"]
+
+
+def test_fault_run_is_refused_unless_allowed(tmp_path, capsys):
+    data = dict(BASELINE, session=dict(BASELINE["session"], fault="iron-gemm-stale-dma"))
+    path = _write(tmp_path, "now.json", data)
+    assert gate.main([path]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == ["fault iron-gemm-stale-dma injected: not a release run", "DON'T SHIP: 1 reason",
+                       "  - fault iron-gemm-stale-dma injected: not a release run (pass --allow-fault to use it anyway)"]
+    assert gate.main([path, "--allow-fault"]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == ["fault iron-gemm-stale-dma injected: not a release run", "SHIP"]
+    merged = dict(BASELINE, session={"merged_from": [{"fault": None}, {"fault": "x.py:f"}], "hw": ["emu", "npu"]})
+    assert gate.release_refusal(merged) == "fault x.py:f injected: not a release run (pass --allow-fault to use it anyway)"
+    assert gate.release_refusal(merged, allow_fault=True) is None and gate.release_refusal(BASELINE) is None

@@ -33,12 +33,12 @@ def _gone(pid: int, wait_s: float = 5.0) -> bool:
 def test_stopped_session_leaves_valid_results(suite, how):
     suite.makepyfile(test_small=SMALL_TEST.format(kinds=KINDS))
     marker = suite.path / "running.pid"     # the fault writes its pid here, then hangs
-    extra = {"session-timeout": ["--session-timeout", "20"], "SIGTERM-xdist": ["-n", "2"]}.get(how, [])
+    extra = {"session-timeout": ["--session-timeout", "60"], "SIGTERM-xdist": ["-n", "2"]}.get(how, [])
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *_args("--case-timeout", "120", *extra)],
                             cwd=suite.path, env=dict(os.environ, ISO_MARKER=str(marker)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 240     # fork servers import torch: slow on a loaded box
         while not marker.exists():
             assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
             assert time.monotonic() < deadline, "the hanging case never started"
@@ -53,7 +53,7 @@ def test_stopped_session_leaves_valid_results(suite, how):
             proc.wait()
     assert proc.returncode == 2, out.decode()[-3000:]
     data = results.load(suite.path / "reports" / "results.json")
-    reason = {"session-timeout": "session timeout after 20 s"}.get(how, how.partition("-")[0])
+    reason = {"session-timeout": "session timeout after 60 s"}.get(how, how.partition("-")[0])
     assert data["session"]["interrupted"] is True and reason in data["session"]["stop_reason"], data["session"]
     verdicts = {c["test"]: c["verdict"] for c in data["cases"]}
     lines = [json.loads(x) for x in (suite.path / "reports" / "results.jsonl").read_text().splitlines()]

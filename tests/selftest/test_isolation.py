@@ -155,7 +155,7 @@ def test_every_bad_ending_is_a_verdict_of_its_own_case(suite):
     res.assert_outcomes(passed=3, failed=8)
     _check_every_ending(_cases(suite))
     # Two hangs of 2 s, the rest quick: the session never waited on a dead or stuck run.
-    assert elapsed < 60, elapsed
+    assert elapsed < 120, elapsed      # generous: a loaded 2-core CI box; speed itself is benchmarked
 
 
 def test_same_under_xdist_with_one_device_per_worker(suite):

@@ -145,6 +145,25 @@ def test_iron_without_dispatch_modes_is_a_skip_naming_pr_117(iron, monkeypatch):
     assert "has no dispatch modes" in why and "PR #117" in why and "5f21cd41" in why
 
 
+def test_later_iron_names_its_modes_in_dispatch_aliases(iron, monkeypatch):
+    """amd/IRON@979f9b4e moved the class to iron/common/sequence.py: no DISPATCH_MODES, the mode
+    names are the keys of _DISPATCH_ALIASES."""
+    import types
+    import iron.common.fusion as fusion
+    later = types.ModuleType("iron.common.sequence")
+
+    class OperatorSequence(fusion.OperatorSequence):
+        pass
+    monkeypatch.delattr(fusion.OperatorSequence, "DISPATCH_MODES")
+    later.OperatorSequence = OperatorSequence
+    monkeypatch.setitem(sys.modules, "iron.common.sequence", later)
+    case = F.make_case(F.SMALL)
+    assert "no dispatch modes" in registry.get("npu").supports(case)
+    later._DISPATCH_ALIASES = {"auto": 0, "fused": 1, "separate": 2, "compare": 3, "reference": 4}
+    assert registry.get("npu").supports(case) is None
+    assert fused.describe().startswith("iron.common.sequence.OperatorSequence, dispatch modes auto, fused")
+
+
 def test_iron_whose_operator_takes_other_arguments_is_a_skip(iron, monkeypatch):
     import iron.operators._decode as ops
 

@@ -51,13 +51,15 @@ def test_clean_run_writes_results_and_junit(suite):
     res.assert_outcomes(passed=5)
     data = _results(suite)
     assert data["schema"] == "accel-regress/results" and data["schema_version"] == 1
-    assert _verdicts(data) == {f"test_partition[emu-C{i}]": "PASS" for i in range(4)}
+    # Every test is a result, a test on no backend too: the count is pytest's.
+    assert _verdicts(data) == {**{f"test_partition[emu-C{i}]": "PASS" for i in range(4)}, "test_not_a_case": "PASS"}
+    assert next(c for c in data["cases"] if c["test"] == "test_not_a_case")["backend"] is None
     case = data["cases"][0]
     assert case["family"] == "gemm_partition_n" and case["backend"] == "emu"
     run = case["runs"][0]
     assert run["case"]["params"]["partition_N"] == 4 and len(run["inputs_sha256"]) == 64
     assert case["versions"]["torch"]
-    assert data["summary"] == {"gemm_partition_n": {"emu": {"PASS": 4}}}
+    assert data["summary"] == {"gemm_partition_n": {"emu": {"PASS": 4}, "-": {"PASS": 1}}}
     assert (suite.path / "reports" / "junit.xml").is_file()
     assert (suite.path / "reports" / "results.jsonl").is_file()
     res.stdout.fnmatch_lines(["*accel-regress summary*", "gemm_partition_n*emu*4*"])

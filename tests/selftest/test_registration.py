@@ -134,7 +134,7 @@ def test_a_missing_packaged_file_is_a_setup_error_naming_it(outside, pytester, m
     '''))
     res = pytester.runpytest_subprocess("--hw", "needs-file", "--isolation", "none")
     res.assert_outcomes(errors=1)
-    res.stdout.fnmatch_lines(["*set-up error: backend needs-file cannot be set up*kernels/twice.c*"])
+    res.stdout.fnmatch_lines(["E*SetupError: backend needs-file cannot be set up*kernels/twice.c*"])
     case = json.loads((pytester.path / "reports" / "results.json").read_text())["cases"][0]
     assert (case["verdict"], case["stage"]) == ("FAIL", "setup") and "kernels/twice.c" in case["message"]
     listing = subprocess.run([sys.executable, "-m", "hardware"], capture_output=True, text=True).stdout

@@ -123,6 +123,7 @@ def test_reports_and_terminal_open_with_the_gates_verdict(request, which, option
     head = _verdict_lines(gate_out)
     n = len(head)
     assert _markdown_lines(report_dir)[:n] == head
+    assert _terminal_section(report_dir)[:n] == head
     reasons = [ln.strip()[2:] for ln in gate_out if ln.startswith("  - ")]
     md = (report_dir / "summary.md").read_text()
     for r in reasons:                       # every blocking reason, in the gate's words
@@ -143,6 +144,7 @@ def test_fault_run_says_so_first_everywhere(fault_dir):
     gate_out = _gate_lines(fault_dir)
     assert gate_out[0] == banner and gate_out[2].startswith(f"  - {banner} (pass --allow-fault")
     assert _markdown_lines(fault_dir)[0] == banner
+    assert _terminal_section(fault_dir)[0] == banner
     assert (fault_dir / "terminal.txt").read_text().splitlines()[0] == banner     # before any result
     assert (fault_dir / "pr-comment.md").read_text().startswith(f"**{banner}**")
     assert f"<div id='fault'>{banner}</div>" in (fault_dir / "index.html").read_text()
