@@ -186,8 +186,8 @@ def _mm(a, b, rnd):
 
 class Matmul(Family):
     name = "matmul"
-    cases = [mm.make_case(mm.MatmulConfig(127, 129, 131, "f32", "f32", mode="normal")),
-             mm.make_case(mm.MatmulConfig(512, 512, 640, mode="normal"))]
+    cases = [mm.make_case(mm.MatmulConfig(127, 129, 131, "f32", "f32", inputs="normal")),
+             mm.make_case(mm.MatmulConfig(512, 512, 640, inputs="normal"))]
     out_fmt = "f32"
 
     def run(self, case, inputs, fault=None):

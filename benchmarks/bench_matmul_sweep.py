@@ -2,7 +2,7 @@
 """Where a matmul sweep's time goes, per backend: golden (inputs, reference, error model) and the
 backend run (cold: compiling; warm: the compile cache hit), with ratios.
 
-    python benchmarks/bench_matmul_sweep.py [--dims 512,640] [--hw emu,iree-cpu] [--mode int|normal]
+    python benchmarks/bench_matmul_sweep.py [--dims 512,640] [--hw emu,iree-cpu] [--inputs exact|normal|...]
 
 Uses a private IREE cache folder, so the suite's own cache is neither used nor touched.
 """
@@ -19,10 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(argv=None) -> int:
+    from golden.inputs import CLASSES
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--dims", default="512,640")
     p.add_argument("--hw", default="emu,iree-cpu")
-    p.add_argument("--mode", default="int", choices=("int", "normal"))
+    p.add_argument("--inputs", default="exact", choices=CLASSES)
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-matmul-") as cache:
         os.environ["ACCEL_IREE_CACHE"] = cache
@@ -35,12 +36,12 @@ def main(argv=None) -> int:
         golden_s, cases = 0.0, []
         for s in shapes:
             t = time.perf_counter()
-            case = mm.make_case(mm.MatmulConfig(*s, mode=args.mode))
+            case = mm.make_case(mm.MatmulConfig(*s, inputs=args.inputs))
             inputs = mm.make_inputs(case)
             mm.expected(case, inputs)
             golden_s += time.perf_counter() - t
             cases.append((case, inputs))
-        print(f"{len(shapes)} shapes over {{{args.dims}}}^3, {args.mode} inputs")
+        print(f"{len(shapes)} shapes over {{{args.dims}}}^3, {args.inputs} inputs")
         print(f"golden (inputs + reference + tolerance): {golden_s:.2f} s")
         times = {}
         for hw in args.hw.split(","):

@@ -18,7 +18,7 @@ import torch
 from golden import inputs as gen
 from golden import tolerance
 from golden.case import Case
-from golden.dtypes import quantize_bfp16, to_bf16
+from golden.dtypes import BFP16_BLOCK, quantize_bfp16, to_bf16
 
 OP = "gemm_partition_n"
 MIN_CORR = 0.99     # seed 000's per-partition check
@@ -39,13 +39,22 @@ class GemmConfig:
     c_col_maj: bool
     partition_N: int = 1
     emulate_bfp16: bool = True
+    inputs: str = gen.DEFAULT_CLASS      # input class (golden/inputs.py)
 
     @property
     def id(self) -> str:
+        """The configuration (what a device builds): the input class is not part of it."""
         b = "T" if self.b_col_maj else "F"
         c = "T" if self.c_col_maj else "F"
         return (f"M{self.M}-K{self.K}-N{self.N}-m{self.tile_m}-k{self.tile_k}-n{self.tile_n}"
                 f"-c{self.num_aie_columns}-b{b}-c{c}-P{self.partition_N}" + ("" if self.emulate_bfp16 else "-bf16"))
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.id}-{self.inputs}"
+
+    def with_inputs(self, cls: str, emulate_bfp16: Optional[bool] = None) -> "GemmConfig":
+        return replace(self, inputs=cls, emulate_bfp16=self.emulate_bfp16 if emulate_bfp16 is None else emulate_bfp16)
 
     @property
     def n_part(self) -> int:
@@ -56,14 +65,28 @@ class GemmConfig:
 
     def standalone(self, part: int) -> "GemmConfig":
         """Partition ``part`` as its own partition_N=1 GEMM (seed 000's control)."""
-        return GemmConfig(self.M, self.K, self.n_part, self.tile_m, self.tile_k, self.tile_n,
-                          self.num_aie_columns, self.b_col_maj, self.c_col_maj, 1, self.emulate_bfp16)
+        return replace(self, N=self.n_part, partition_N=1)
 
 
 def make_case(cfg: GemmConfig, base_seed: int = 0) -> Case:
     if cfg.N % cfg.partition_N:
         raise ValueError(f"N={cfg.N} is not divisible by partition_N={cfg.partition_N}")
-    return Case.make(OP, cfg.id, cfg.params(), base_seed)
+    gen.class_of({"inputs": cfg.inputs})
+    return Case.make(OP, cfg.id, cfg.params(), base_seed, seed_id=gen.seed_id(cfg.id, cfg.inputs))
+
+
+# bfp16 stores a signed 8-bit mantissa per element under a shared 8-bit block exponent: no
+# encoding holds inf, NaN or a subnormal, so those classes need the bf16 path.
+BFP16_CLASSES = ("normal", "shifted", "exact", "ties")
+
+
+def format_excludes(case: Case) -> Optional[str]:
+    """Why the case's number format cannot hold its input class, or None."""
+    cls = gen.class_of(case.params)
+    if case.params.get("emulate_bfp16", True) and cls not in BFP16_CLASSES:
+        return (f"the {cls} input class needs inf/NaN/subnormal encodings, which bfp16 (8-bit block "
+                "exponent, 8-bit mantissas) does not have: it runs on the bf16 path (emulate_bfp16=False)")
+    return None
 
 
 def config_of(case: Case) -> GemmConfig:
@@ -76,18 +99,70 @@ _ROWS_PER_DRAW = 64
 
 
 def _bf16_normal(rng: np.random.Generator, shape, scale: float) -> np.ndarray:
-    out = np.empty(shape, dtype=np.float32)
-    for r in range(0, shape[0], _ROWS_PER_DRAW):
-        rows = min(_ROWS_PER_DRAW, shape[0] - r)
-        out[r:r + rows] = to_bf16(gen.near_normal(rng, (rows,) + tuple(shape[1:]), scale)).astype(np.float32)
-    return out
+    return _bf16_draw(rng, shape, lambda g, s: gen.near_normal(g, s, scale))
 
 
 def make_inputs(case: Case) -> dict[str, np.ndarray]:
-    """A (M, K) and B (K, N), bf16 values held in float32 (exactly)."""
+    """A (M, K) and B (K, N), bf16 values held in float32 (exactly), drawn by input class:
+
+    - normal: A ~ 4 N(0, 1), B ~ N(0, 1) (seed 000's scales);
+    - shifted: positive means, A ~ 4 + N(0, 2**2), B ~ 1 + N(0, 0.5**2): over K the rounding
+      errors add up in one direction;
+    - exact: ``golden.inputs.exact_operands`` with bfp16 blocks of 8 along K (the pivot shares
+      its block with zeros only, so bfp16 holds every value exactly). |C| <= 256 in practice
+      (ternary products, variance K/4), so C is exact in bf16 too: bit for bit, no tie;
+    - ties: A[:, 0] = +-16, B[0, :] = 24 and ternary elsewhere: C = +-384 + a ternary sum, an
+      integer mostly in [256, 512) where bf16 steps by 2: every odd C is exactly halfway;
+    - specials: small integers in [-2, 2] with, per row of A, one event of
+      ``golden.inputs.special_rows`` (+inf, -inf, NaN, +inf and -inf, the largest bf16 value,
+      which x2 overflows to inf, -0s, or nothing); B keeps its zeros: inf x 0;
+    - subnormal: the exact class with the subnormal pivot, A scaled by 2**-127 (subnormal
+      inputs) and B by 2**-6: products are multiples of 2**-133, bf16's subnormal step, so C
+      lands exactly on bf16 subnormals (|C| < 2**-126 in practice), and partial sums cross 2**-126.
+    """
     p = case.params
     rng = gen.rng(case.seed)
-    return {"A": _bf16_normal(rng, (p["M"], p["K"]), 4.0), "B": _bf16_normal(rng, (p["K"], p["N"]), 1.0)}
+    M, K, N = p["M"], p["K"], p["N"]
+    cls = gen.class_of(p)
+    if cls == "normal":
+        return {"A": _bf16_normal(rng, (M, K), 4.0), "B": _bf16_normal(rng, (K, N), 1.0)}
+    if cls == "shifted":
+        return {"A": _bf16_draw(rng, (M, K), lambda g, s: gen.positive_mean(g, s, 4.0, 2.0)),
+                "B": _bf16_draw(rng, (K, N), lambda g, s: gen.positive_mean(g, s, 1.0, 0.5))}
+    if cls in ("exact", "subnormal"):
+        pivot = gen.EXACT_PIVOT_LOG2 if cls == "exact" else gen.SUBNORMAL_PIVOT_LOG2
+        a, b = gen.exact_operands(rng, M, K, N, pivot_log2=pivot, block=BFP16_BLOCK)
+        if cls == "subnormal":
+            a, b = a * 2.0 ** -127, b * 2.0 ** -6
+    elif cls == "ties":
+        a, b = gen.ternary(rng, (M, K)), gen.ternary(rng, (K, N))
+        if K > 1:
+            a[:, 0], b[0, :] = gen.signs(rng, M) * 16.0, 24.0
+    else:
+        a, b = _specials(rng, M, K, N)
+    return {"A": _held_bf16(a), "B": _held_bf16(b)}
+
+
+def _held_bf16(x: np.ndarray) -> np.ndarray:
+    """Values already representable in bf16, held in float32 (asserted, not rounded)."""
+    out = to_bf16(x).astype(np.float32)
+    same = (out == x) | (np.isnan(out) & np.isnan(x))
+    assert same.all() and (np.signbit(out) == np.signbit(x)).all(), "class inputs must be bf16 values"
+    return out
+
+
+def _specials(rng, M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray]:
+    a = gen.small_integers(rng, (M, K), -2, 2)
+    gen.special_rows(rng, a, gen.SUM_BIG, gen.DOT_SPECIAL_EVENTS)
+    return a, gen.small_integers(rng, (K, N), -2, 2)
+
+
+def _bf16_draw(rng: np.random.Generator, shape, draw) -> np.ndarray:
+    out = np.empty(shape, dtype=np.float32)
+    for r in range(0, shape[0], _ROWS_PER_DRAW):
+        rows = min(_ROWS_PER_DRAW, shape[0] - r)
+        out[r:r + rows] = to_bf16(draw(rng, (rows,) + tuple(shape[1:]))).astype(np.float32)
+    return out
 
 
 def standalone_inputs(inputs: dict[str, np.ndarray], cfg: GemmConfig, part: int) -> dict[str, np.ndarray]:
@@ -119,7 +194,19 @@ def device_inputs(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig],
 
 def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
              block_rounding: Optional[str] = BLOCK_ROUNDING) -> tuple[np.ndarray, tolerance.ErrorModel]:
-    """The reference and its error model, with the device's bfp16 quantization applied."""
+    """The reference and its error model, with the device's bfp16 quantization applied.
+
+    Bit-exact input classes (golden/inputs.py): every product and partial sum is exact in f32
+    (and bfp16 holds the inputs exactly), so the device's C is the exact C rounded once to bf16
+    and the allowance is 0. The specials' exact C is an elementwise float64 sum (no BLAS, whose
+    kernels may skip zeros): IEEE 754 makes inf x 0 and inf - inf NaN, a sum past the range inf."""
+    if cfg.inputs in gen.BIT_EXACT_CLASSES:
+        a, b = (np.asarray(inputs[n], np.float64) for n in ("A", "B"))
+        with np.errstate(invalid="ignore", over="ignore"):
+            exact = np.einsum("ik,kj->ij", a, b) if cfg.inputs == "specials" else \
+                (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
+            ref = to_bf16(exact.astype(np.float32)).astype(np.float32)
+        return ref, np.zeros(ref.shape, np.float32)
     ref = reference(inputs, cfg, block_rounding)
     return ref, tolerance_for(inputs, ref, cfg, block_rounding)
 

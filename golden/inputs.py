@@ -41,3 +41,169 @@ def sha256_of(inputs: Mapping[str, np.ndarray]) -> str:
         h.update(f"{name}|{a.dtype.name}|{a.shape}|".encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+# --- input classes -------------------------------------------------------------------------------
+#
+# An input class is an axis of every family's cases (the test id ends in it). Each reaches bugs
+# that near-normal, zero-mean draws never reach:
+#   normal     today's draws (near-normal, zero or small mean); the bytes never change.
+#   shifted    rows with a mean of 10**3 x their spread, operands with a positive mean:
+#              cancellation (one-pass variance) and biased rounding add up instead of cancelling.
+#   exact      small integers and powers of two: every product and partial sum is exact in f32,
+#              so the golden and the check are bit-exact. A pivot pair +-2**23 units in every dot
+#              product (cancelling, so the result stays small) makes partial sums need all 24
+#              bits: an accumulator with fewer mantissa bits than f32 is no longer exact.
+#   ties       exact results that sit exactly halfway between two values of the output format:
+#              round to nearest even is checked bit for bit.
+#   specials   +-inf, NaN, -0, the largest finite value and what IEEE 754 makes of them
+#              (inf x 0 = NaN, inf - inf = NaN, overflow to inf); bit-exact on integer bases.
+#   subnormal  the exact class scaled into and across the subnormal range of the input and
+#              output formats: a flush-to-zero device returns 0 where IEEE keeps a value.
+CLASSES = ("normal", "shifted", "exact", "ties", "specials", "subnormal")
+DEFAULT_CLASS = "normal"
+# Classes whose golden is one correctly rounded value per element: any difference is a bug.
+BIT_EXACT_CLASSES = ("exact", "ties", "specials", "subnormal")
+
+EXACT_PIVOT_LOG2 = 23           # pivot product 2**23 units: partial sums need 24 bits
+SUBNORMAL_PIVOT_LOG2 = 22       # 2**22 units of 2**-148: the pivot sits at 2**-126 (smallest normal)
+TIES_PIVOT = 1.5 * 2.0 ** 24    # f32 spacing there is 2: an odd unit is exactly halfway
+SHIFT_RATIO = 1000.0            # shifted rows: mean / spread
+
+
+def class_of(params) -> str:
+    cls = params.get("inputs", DEFAULT_CLASS) if hasattr(params, "get") else DEFAULT_CLASS
+    if cls not in CLASSES:
+        raise ValueError(f"unknown input class {cls!r}; known: {', '.join(CLASSES)}")
+    return cls
+
+
+def seed_id(case_id: str, cls: str) -> str:
+    """The identity a case's seed is drawn from: the normal class keeps today's seeds (and bytes)."""
+    return case_id if cls == DEFAULT_CLASS else f"{case_id}-{cls}"
+
+
+def ternary(gen: np.random.Generator, shape) -> np.ndarray:
+    """-1, 0, +1 with probabilities 1/4, 1/2, 1/4 (variance 1/2), as float64."""
+    return np.array([-1.0, 0.0, 0.0, 1.0])[gen.integers(0, 4, size=shape, dtype=np.int64)]
+
+
+def signs(gen: np.random.Generator, shape) -> np.ndarray:
+    return np.where(gen.integers(0, 2, size=shape, dtype=np.int64) > 0, 1.0, -1.0)
+
+
+def shifted_rows(gen: np.random.Generator, shape, scale=1.0) -> np.ndarray:
+    """Near-normal rows of spread ``scale`` around per-row means: every other row has a mean of
+    SHIFT_RATIO x the spread (random sign), the rest a mean uniform in [1, 10) x the spread."""
+    rows = shape[0]
+    mean = np.where((np.arange(rows) % 2 == 0)[:, None], SHIFT_RATIO, uniform(gen, (rows, 1), 1.0, 10.0))
+    mean = mean * signs(gen, (rows, 1))
+    return (near_normal(gen, shape) + mean) * scale
+
+
+def positive_mean(gen: np.random.Generator, shape, mean=1.0, scale=0.5) -> np.ndarray:
+    """Operands with a positive mean (GEMM, matmul): rounding errors share a sign over K."""
+    return mean + near_normal(gen, shape, scale)
+
+
+def pivot_rows(gen: np.random.Generator, rows: int, n: int, pivot: np.ndarray, block: int = 1) -> np.ndarray:
+    """Integer rows of ternary values with ``pivot`` (one value per row) at column 0 and
+    -``pivot`` at column n-1, so the pivots cancel and every partial sum that holds one is
+    large. Columns sharing a ``block`` (bfp16's 8 along K) with a pivot are 0, so a block
+    exponent set by the pivot loses nothing. Rows too short for a pivot pair are +-1 instead
+    (no zeros, so a one-term dot product is never 0)."""
+    if n <= 2 * block:
+        return signs(gen, (rows, n))
+    x = ternary(gen, (rows, n))
+    if n > 2 * block:
+        x[:, :block] = 0.0
+        x[:, ((n - 1) // block) * block:] = 0.0
+        x[:, 0] = pivot
+        x[:, n - 1] = -pivot
+    return x
+
+
+def exact_operands(gen: np.random.Generator, M: int, K: int, N: int, *, pivot_log2: int = EXACT_PIVOT_LOG2,
+                   block: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """A (M, K), B (K, N) of integers: ternary, plus A[:, 0] = +-2**a, B[0, :] = 2**b with
+    a + b = ``pivot_log2`` and the same pair negated at k = K-1. Every product is an integer
+    of at most ``pivot_log2`` bits and every partial sum, in any order, below 2**(pivot_log2+1):
+    exact in f32 for pivot_log2 <= 23. The result is the ternary part's: |C| <= K."""
+    ha = pivot_log2 // 2
+    A = pivot_rows(gen, M, K, signs(gen, M) * 2.0 ** ha, block)
+    B = pivot_rows(gen, N, K, np.full(N, 2.0 ** (pivot_log2 - ha)), block).T.copy()
+    if K > 2 * block:
+        B[K - 1, :] = B[0, :]          # A carries the sign: +P at k=0, -P at k=K-1
+    return A, B
+
+
+def ties_rows(gen: np.random.Generator, rows: int, n: int) -> np.ndarray:
+    """Rows whose exact f32 sum is a tie: +-1.5*2**24 (spacing 2 up to 2**25), multiples of 4,
+    and one odd unit (+-1 or +-3) last. However the row is summed, only the addition that meets
+    the odd unit rounds, once, and it is exactly halfway: RNE keeps P+4k for +1 and goes to
+    P+4k+4 for +3, so round-half-away and round-toward-zero each differ on half of them."""
+    x = 4.0 * ternary(gen, (rows, n))
+    if n >= 2:
+        x[:, 0] = signs(gen, rows) * TIES_PIVOT
+        x[:, n - 1] = signs(gen, rows) * gen.choice([1.0, 3.0], size=rows)
+    return x
+
+
+def ties_operands(gen: np.random.Generator, M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray]:
+    """A @ B whose every element is an f32 tie (``ties_rows`` as products): A[:, 0] = +-3*2**11,
+    B[0, :] = 2**12; even ternaries elsewhere (products are multiples of 4); at k = K-1
+    A in {+-1, +-3} and B in {+-1} (the one odd product)."""
+    A = 2.0 * ternary(gen, (M, K))
+    B = 2.0 * ternary(gen, (K, N))
+    if K >= 2:
+        A[:, 0] = signs(gen, M) * 3.0 * 2.0 ** 11
+        B[0, :] = 2.0 ** 12
+        A[:, K - 1] = signs(gen, M) * gen.choice([1.0, 3.0], size=M)
+        B[K - 1, :] = signs(gen, N)
+    return A, B
+
+
+SPECIAL_EVENTS = ("none", "+inf", "-inf", "nan", "inf-inf", "max", "max+max", "-max-max", "-0")
+# A dot product's lhs leaves out the pairs of largest values (see ``special_rows``).
+DOT_SPECIAL_EVENTS = ("none", "+inf", "-inf", "nan", "inf-inf", "max", "-0")
+
+
+def special_rows(g: np.random.Generator, x: np.ndarray, big: float, events=SPECIAL_EVENTS) -> None:
+    """One IEEE 754 event per row of ``x`` (in place): an infinity, a NaN, inf - inf, the largest
+    finite value (which small terms cannot move), two of them (overflow to inf in any order), or
+    negative zeros. At most one event per row keeps the result independent of summation order.
+    A matmul's lhs leaves out the pairs of largest values: times rhs entries of either sign they
+    would overflow in one product and not in the other, and the result would depend on order."""
+    rows, n = x.shape
+    kind = g.integers(0, len(events), size=rows)
+    k1 = g.integers(0, n, size=rows)
+    k2 = (k1 + 1 + g.integers(0, max(n - 1, 1), size=rows)) % n
+    for i in range(rows):
+        what = events[kind[i]]
+        if what == "-0":
+            x[i, x[i] == 0] = -0.0
+        elif what != "none":
+            first, second = {"+inf": (np.inf, None), "-inf": (-np.inf, None), "nan": (np.nan, None),
+                             "inf-inf": (np.inf, -np.inf), "max": (big, None), "max+max": (big, big),
+                             "-max-max": (-big, -big)}[what]
+            x[i, k1[i]] = first
+            if second is not None and n > 1:
+                x[i, k2[i]] = second
+
+
+def is_tie(exact: np.ndarray, dtype) -> np.ndarray:
+    """Whether each float64 value lies exactly halfway between two neighbours in ``dtype``."""
+    exact = np.asarray(exact, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = exact.astype(np.float32).astype(dtype)
+        lo = np.where(r.astype(np.float64) > exact, np.nextafter(r, dtype.type(-np.inf)), r).astype(np.float64)
+        hi = np.nextafter(lo.astype(dtype), dtype.type(np.inf)).astype(np.float64)
+        return np.isfinite(exact) & (lo != exact) & (exact - lo == hi - exact)
+
+
+# The largest value a sum's specials use: bf16's largest finite (0x7F7F, 3.39e38, 0.4% below
+# f32's). It has 8 significant bits, so a sum that holds it is the same in any accumulator at
+# least that wide and the specials class tests IEEE semantics (x2 and +itself overflow to inf),
+# not accumulator width, which is the exact class's. f32's own largest value is in the
+# elementwise specials, where nothing is accumulated.
+SUM_BIG = float.fromhex("0x1.fep+127")

@@ -1,15 +1,18 @@
 """Plain matmul C = A @ B (seed 003): bf16 x bf16 -> f32 and f32 x f32 -> f32, with its reference.
 
-Two input modes:
+Inputs by input class (golden/inputs.py; the class ends the id):
 
-``int``: small integers in [-4, 4]. Every product is an integer of magnitude <= 16 and every
-    partial sum, in any order, an integer of magnitude <= 16*K, so while 16*K <= 2**24 every f32
-    operation on the way is exact: any correct device returns exactly the reference and any
-    difference at all is a bug (IREE's own e2e matmul tests compare this way, bit for bit).
-
-``normal``: near-normal values (golden.inputs.near_normal, unit variance) rounded to the operand
-    dtype. The reference is computed in float64 from the very same rounded operands and rounded to
-    f32 once. Allowed difference per element, derived:
+``exact`` (what used to be ``int``): ``golden.inputs.exact_operands``: ternary values plus a
+    +-2**23 pivot product at k=0 cancelled at k=K-1. Every product and partial sum, in any order,
+    is an integer below 2**24, exact in f32: any correct device returns exactly the reference and
+    any difference at all is a bug (IREE's own e2e matmul tests compare this way, bit for bit);
+    an accumulator with fewer than 24 significant bits loses the odd units next to the pivot.
+``ties``, ``specials``, ``subnormal``: bit for bit as well (golden/inputs.py says why each is
+    exact); ``subnormal`` scales the exact operands by 2**-127 and 2**-8 (products are multiples
+    of 2**-135: C is subnormal in f32, partial sums cross 2**-126).
+``normal`` and ``shifted`` (positive means: 1 + 0.5 N(0, 1)): values rounded to the operand
+    dtype, within the error model below. The reference is computed in float64 from the very same
+    rounded operands and rounded to f32 once. Allowed difference per element, derived:
 
     1. Products. bf16 keeps 8 significant bits, so a bf16 x bf16 product has at most 16 and is
        exact in f32 (24 bits). An f32 x f32 product is rounded once (relative error <= u).
@@ -48,11 +51,9 @@ from golden.dtypes import F32_UNIT_ROUNDOFF, to_bf16
 from golden.tolerance import ErrorModel, exact_model
 
 OP = "matmul"
-MODES = ("int", "normal")
 OPERAND_DTYPES = ("bf16", "f32")
 ACC_DTYPES = ("f32",)
-INT_RANGE = (-4, 4)
-_EXACT_K_LIMIT = (1 << 24) // 16        # 16*K <= 2**24 keeps every partial sum exact in f32
+_EXACT_K_LIMIT = 1 << 23                # 2**23 + K <= 2**24 keeps every partial sum exact in f32
 _F64_UNIT_ROUNDOFF = 2.0 ** -53
 _ROWS_PER_DRAW = 64                     # draw in fixed row chunks: bounded memory, same bytes anywhere
 
@@ -68,7 +69,7 @@ class MatmulConfig:
     lhs: str = "bf16"
     rhs: str = "bf16"
     acc: str = "f32"
-    mode: str = "int"
+    inputs: str = "exact"       # input class (golden/inputs.py)
 
     def __post_init__(self):
         for d in ("M", "K", "N"):
@@ -79,14 +80,18 @@ class MatmulConfig:
             raise ValueError(f"matmul operand dtypes must be in {OPERAND_DTYPES}, got {self.lhs}, {self.rhs}")
         if self.acc not in ACC_DTYPES:
             raise ValueError(f"matmul accumulator dtype must be in {ACC_DTYPES}, got {self.acc}")
-        if self.mode not in MODES:
-            raise ValueError(f"matmul input mode must be in {MODES}, got {self.mode!r}")
-        if self.mode == "int" and self.K > _EXACT_K_LIMIT:
-            raise ValueError(f"int mode is exact only for K <= {_EXACT_K_LIMIT}, got K={self.K}")
+        if self.inputs not in gen.CLASSES:
+            raise ValueError(f"matmul input class must be in {gen.CLASSES}, got {self.inputs!r}")
+        if self.inputs in gen.BIT_EXACT_CLASSES and self.K > _EXACT_K_LIMIT:
+            raise ValueError(f"{self.inputs} inputs are exact only for K <= {_EXACT_K_LIMIT}, got K={self.K}")
 
     @property
     def id(self) -> str:
-        return f"M{self.M}-K{self.K}-N{self.N}-{self.lhs}x{self.rhs}-{self.acc}-{self.mode}"
+        return f"M{self.M}-K{self.K}-N{self.N}-{self.lhs}x{self.rhs}-{self.acc}-{self.inputs}"
+
+    @property
+    def bit_exact(self) -> bool:
+        return self.inputs in gen.BIT_EXACT_CLASSES
 
     @property
     def dims(self) -> tuple[int, int, int]:
@@ -108,15 +113,21 @@ def config_of(case: Case) -> MatmulConfig:
     return MatmulConfig(**case.params)
 
 
-def _draw(rng: np.random.Generator, shape, mode: str, dtype: str) -> np.ndarray:
+def _draw(rng: np.random.Generator, shape, dtype: str, draw) -> np.ndarray:
     out = np.empty(shape, dtype=NUMPY_DTYPES[dtype])
     for r in range(0, shape[0], _ROWS_PER_DRAW):
         rows = (min(_ROWS_PER_DRAW, shape[0] - r), shape[1])
-        if mode == "int":
-            x = gen.small_integers(rng, rows, *INT_RANGE)
-        else:
-            x = gen.near_normal(rng, rows, 1.0)
+        x = draw(rng, rows)
         out[r:r + rows[0]] = to_bf16(x) if dtype == "bf16" else x.astype(np.float32)
+    return out
+
+
+def _held(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Class values already exact in the operand dtype (asserted, not rounded)."""
+    out = to_bf16(x) if dtype == "bf16" else x.astype(np.float32)
+    back = out.astype(np.float64)
+    assert (((back == x) | (np.isnan(back) & np.isnan(x))).all()
+            and (np.signbit(back) == np.signbit(x)).all()), f"class inputs must be {dtype} values"
     return out
 
 
@@ -124,27 +135,45 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
     """``lhs`` (M, K) and ``rhs`` (K, N) in their operand dtype (ml_dtypes.bfloat16 for bf16)."""
     cfg = config_of(case)
     rng = gen.rng(case.seed)
-    return {"lhs": _draw(rng, (cfg.M, cfg.K), cfg.mode, cfg.lhs),
-            "rhs": _draw(rng, (cfg.K, cfg.N), cfg.mode, cfg.rhs)}
+    M, K, N = cfg.dims
+    if cfg.inputs in ("normal", "shifted"):
+        draw = (lambda g, s: gen.near_normal(g, s, 1.0)) if cfg.inputs == "normal" else \
+            (lambda g, s: gen.positive_mean(g, s, 1.0, 0.5))
+        return {"lhs": _draw(rng, (M, K), cfg.lhs, draw), "rhs": _draw(rng, (K, N), cfg.rhs, draw)}
+    if cfg.inputs == "exact":
+        a, b = gen.exact_operands(rng, M, K, N)
+    elif cfg.inputs == "ties":
+        a, b = gen.ties_operands(rng, M, K, N)
+    elif cfg.inputs == "subnormal":
+        a, b = gen.exact_operands(rng, M, K, N, pivot_log2=gen.SUBNORMAL_PIVOT_LOG2)
+        a, b = a * 2.0 ** -127, b * 2.0 ** -8
+    else:
+        a = gen.small_integers(rng, (M, K), -2, 2)
+        gen.special_rows(rng, a, gen.SUM_BIG, gen.DOT_SPECIAL_EVENTS)
+        b = gen.small_integers(rng, (K, N), -2, 2)
+    return {"lhs": _held(a, cfg.lhs), "rhs": _held(b, cfg.rhs)}
 
 
-def reference(inputs: dict[str, np.ndarray], mode: str) -> np.ndarray:
-    """C in f32. int mode: f32 is exact (module docstring); normal: float64, rounded once."""
-    dtype = torch.float32 if mode == "int" else torch.float64
-    a = torch.from_numpy(np.asarray(inputs["lhs"], np.float32)).to(dtype)
-    b = torch.from_numpy(np.asarray(inputs["rhs"], np.float32)).to(dtype)
-    return (a @ b).to(torch.float32).numpy()
+def reference(inputs: dict[str, np.ndarray], inputs_class: str) -> np.ndarray:
+    """C in f32: float64, rounded once. Bit-exact classes: float64 is exact; specials as an
+    elementwise sum (IEEE 754: inf x 0, inf - inf are NaN; no BLAS, whose kernels may skip zeros)."""
+    a = np.asarray(inputs["lhs"], np.float64)
+    b = np.asarray(inputs["rhs"], np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if inputs_class == "specials":
+            return np.einsum("ik,kj->ij", a, b).astype(np.float32)
+        return (torch.from_numpy(a) @ torch.from_numpy(b)).numpy().astype(np.float32)
 
 
 def gamma(n: int, u: float = F32_UNIT_ROUNDOFF) -> float:
     return n * u / (1.0 - n * u)
 
 
-def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, mode: str) -> ErrorModel:
-    """Error model: per-element allowed |got - ref| (float32 (M, N)), zero in int mode, and the
-    statistical check's assumptions. See the module docstring."""
-    if mode == "int":
-        return exact_model(ref.shape, "exact: small-integer inputs, compared bit for bit")
+def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, inputs_class: str) -> ErrorModel:
+    """Error model: per-element allowed |got - ref| (float32 (M, N)), zero for the bit-exact input
+    classes, and the statistical check's assumptions. See the module docstring."""
+    if inputs_class in gen.BIT_EXACT_CLASSES:
+        return exact_model(ref.shape, f"exact: {inputs_class} inputs, compared bit for bit")
     a = np.abs(np.asarray(inputs["lhs"], np.float32))
     b = np.abs(np.asarray(inputs["rhs"], np.float32))
     K = a.shape[1]
@@ -157,9 +186,9 @@ def tolerance(inputs: dict[str, np.ndarray], ref: np.ndarray, mode: str) -> Erro
 
 
 def expected(case: Case, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ErrorModel]:
-    mode = case.params["mode"]
-    ref = reference(inputs, mode)
-    return ref, tolerance(inputs, ref, mode)
+    cls = case.params["inputs"]
+    ref = reference(inputs, cls)
+    return ref, tolerance(inputs, ref, cls)
 
 
 # --- which shapes matter (seed 003) --------------------------------------------------------------

@@ -101,18 +101,53 @@ def case_id(kind: str, shape, variant: str, vlen: int) -> str:
     return f"{kind}-{'x'.join(map(str, shape))}-{variant}-vlen{vlen}"
 
 
-def make_case(kind: str, shape, variant: str = "v", vlen: int = 256, base_seed: int = 0) -> Case:
+# Input classes (golden/inputs.py) per kind, and why a kind has no case of a class:
+# shifted needs a reduction to cancel in; exact and ties need a result that is one rounding of an
+# exact value, which only sums and dot products give here (a mean, a square root, exp, a quotient
+# are not exact, and midpoints of a quotient or a square root do not exist in binary); cvt's
+# f32 -> i32 of inf or NaN is undefined (LLVM fptosi: poison), so it has no specials.
+CLASS_KINDS = {
+    "normal": KINDS,
+    "shifted": REDUCTIONS,
+    "exact": ("row_sum", "matmul", "bmm"),
+    "ties": ("row_sum", "matmul", "bmm"),
+    "specials": ("row_sum", "softmax", "matmul", "bmm", "sqrt", "rsqrt", "divide", "erf"),
+    "subnormal": ("row_sum", "matmul", "bmm", "sqrt", "rsqrt", "divide"),
+}
+SUMS = ("row_sum", "matmul", "bmm")      # bit-exact under the bit-exact classes
+ELEMENTWISE = ("rsqrt", "sqrt", "erf", "divide")
+
+
+def make_case(kind: str, shape, variant: str = "v", vlen: int = 256, base_seed: int = 0,
+              inputs: str = gen.DEFAULT_CLASS) -> Case:
     """``variant`` names a RISC-V build (the IREE backends map it to flags: v, novec, v-vw0,
-    v-zvl512b, v-reassoc); ``vlen`` the simulated vector length. Neither changes the numbers."""
+    v-zvl512b, v-reassoc); ``vlen`` the simulated vector length. Neither changes the numbers.
+    ``inputs`` is the input class (``CLASS_KINDS`` says which kinds have which)."""
     if kind not in KINDS:
         raise ValueError(f"unknown f32_reduction kind {kind!r}; known: {', '.join(KINDS)}")
+    if kind not in CLASS_KINDS[gen.class_of({"inputs": inputs})]:
+        raise ValueError(f"f32_reduction kind {kind!r} has no {inputs!r} inputs (see CLASS_KINDS)")
     shape = tuple(int(d) for d in shape)
     dtype = "i8" if kind == "i8_matmul" else "f32"
     params = {"kind": kind, "shape": list(shape), "dtype": dtype, "variant": variant, "vlen": int(vlen),
-              "has_f32_reduction": has_f32_reduction(kind)}
-    # Inputs depend on kind and shape only, so every variant and VLEN sees the same numbers.
-    input_id = f"{kind}-{'x'.join(map(str, shape))}"
+              "has_f32_reduction": has_f32_reduction(kind), "inputs": inputs}
+    # Inputs depend on kind, shape and class only, so every variant and VLEN sees the same numbers.
+    input_id = gen.seed_id(f"{kind}-{'x'.join(map(str, shape))}", inputs)
     return Case(OP, case_id(kind, shape, variant, vlen), params, case_seed(OP, input_id, base_seed))
+
+
+def test_id(case: Case) -> str:
+    return f"{case.id}-{gen.class_of(case.params)}"
+
+
+def bit_exact(case: Case) -> bool:
+    return gen.class_of(case.params) in gen.BIT_EXACT_CLASSES and case.params["kind"] in SUMS
+
+
+def zero_sign(case: Case) -> bool:
+    """Elementwise results of the specials and subnormal classes carry an IEEE-defined zero sign
+    (sqrt(-0) = -0, -0 / 1 = -0); a sum's zero sign depends on the accumulator's initial zero."""
+    return gen.class_of(case.params) in ("specials", "subnormal") and case.params["kind"] in ELEMENTWISE
 
 
 def _f32(x) -> np.ndarray:
@@ -123,6 +158,10 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
     """Deterministic inputs (golden/inputs.py generators), rounded once to the device dtype."""
     kind, shape = case.params["kind"], tuple(case.params["shape"])
     g = gen.rng(case.seed)
+    cls = gen.class_of(case.params)
+    if cls != "normal":
+        with np.errstate(over="ignore"):
+            return {k: _f32(v) for k, v in _class_inputs(g, cls, kind, shape).items()}
     if kind in ("row_sum", "mean_var"):
         return {"x": _f32(gen.near_normal(g, shape) + 0.25)}
     if kind == "layernorm":
@@ -156,6 +195,90 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
     raise ValueError(kind)
 
 
+def _dot_operands(g, cls: str, shape) -> dict[str, np.ndarray]:
+    """matmul (M, K, N) or bmm (B, M, K, N) operands of a class, batch by batch."""
+    *batch, M, K, N = shape
+    pairs = []
+    for _ in range(int(np.prod(batch)) if batch else 1):
+        if cls == "shifted":
+            pairs.append((gen.positive_mean(g, (M, K), 1.0, 0.5), gen.positive_mean(g, (K, N), 1.0, 0.5)))
+        elif cls == "exact":
+            pairs.append(gen.exact_operands(g, M, K, N))
+        elif cls == "ties":
+            pairs.append(gen.ties_operands(g, M, K, N))
+        elif cls == "subnormal":
+            a, b = gen.exact_operands(g, M, K, N, pivot_log2=gen.SUBNORMAL_PIVOT_LOG2)
+            pairs.append((a * 2.0 ** -140, b * 2.0 ** -8))       # products: multiples of 2**-148
+        else:
+            a = gen.small_integers(g, (M, K), -2, 2)
+            gen.special_rows(g, a, gen.SUM_BIG, gen.DOT_SPECIAL_EVENTS)
+            pairs.append((a, gen.small_integers(g, (K, N), -2, 2)))
+    a = np.stack([p[0] for p in pairs]).reshape(tuple(batch) + (M, K))
+    b = np.stack([p[1] for p in pairs]).reshape(tuple(batch) + (K, N))
+    return {"a": a, "b": b}
+
+
+ELEMENT_SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, float(np.finfo(np.float32).max), -1.0,
+                             1.0, 4.0, 0.5])          # no subnormal: that is the subnormal class
+
+
+def _class_inputs(g, cls: str, kind: str, shape) -> dict[str, np.ndarray]:
+    """Inputs of the non-normal classes (golden/inputs.py); float64 values exact in f32."""
+    if kind in ("matmul", "bmm"):
+        return _dot_operands(g, cls, shape)
+    if kind == "row_sum":
+        rows, n = shape
+        if cls == "shifted":
+            return {"x": gen.shifted_rows(g, shape)}
+        if cls == "exact":
+            return {"x": gen.pivot_rows(g, rows, n, gen.signs(g, rows) * 2.0 ** gen.EXACT_PIVOT_LOG2)}
+        if cls == "ties":
+            return {"x": gen.ties_rows(g, rows, n)}
+        if cls == "subnormal":
+            x = gen.pivot_rows(g, rows, n, gen.signs(g, rows) * 2.0 ** gen.SUBNORMAL_PIVOT_LOG2)
+            return {"x": x * 2.0 ** -148}
+        x = gen.small_integers(g, shape, -3, 3)
+        gen.special_rows(g, x, gen.SUM_BIG)
+        return {"x": x}
+    if cls == "shifted":
+        x = gen.shifted_rows(g, shape, scale=2.0 if kind == "softmax" else 1.0)
+        if kind == "layernorm":
+            return {"x": x, "gamma": gen.uniform(g, (shape[1],), 0.5, 1.5), "beta": gen.uniform(g, (shape[1],), -0.5, 0.5)}
+        if kind == "rmsnorm":
+            return {"x": x, "gamma": gen.uniform(g, (shape[1],), 0.5, 1.5)}
+        return {"x": x}
+    if kind == "softmax" and cls == "specials":
+        x = gen.near_normal(g, shape, scale=2.0)
+        rows, n = shape
+        what = g.integers(0, 5, size=rows)       # none, -inf mask, all -inf, one +inf, one NaN
+        mask = g.integers(0, 4, size=shape) == 0
+        for i in range(rows):
+            if what[i] == 1:
+                x[i, mask[i]] = -np.inf
+            elif what[i] == 2:
+                x[i] = -np.inf
+            elif what[i] in (3, 4):
+                x[i, g.integers(0, n)] = np.inf if what[i] == 3 else np.nan
+        return {"x": x}
+    if cls == "specials":
+        def pick():      # every special value at least once, then random ones
+            x = ELEMENT_SPECIALS[g.integers(0, len(ELEMENT_SPECIALS), size=shape)]
+            head = min(len(ELEMENT_SPECIALS), shape[0])
+            x[:head] = ELEMENT_SPECIALS[:head]
+            return x
+        if kind == "divide":
+            # No largest value as a divisor: x / max is subnormal, which is the subnormal class's.
+            b = pick()
+            return {"a": pick(), "b": np.where(np.abs(b) == np.finfo(np.float32).max, 2.0, b)}
+        return {"x": pick()}
+    # subnormal: sqrt and rsqrt of subnormal inputs; quotients into and across the subnormal range
+    m = gen.small_integers(g, shape, 1, 15)
+    if kind in ("sqrt", "rsqrt"):
+        return {"x": m * np.exp2(g.integers(-149, -129, size=shape))}
+    a = m * gen.signs(g, shape) * np.exp2(g.integers(-149, -120, size=shape))
+    return {"a": a, "b": gen.uniform(g, shape, 0.5, 2.0) * np.exp2(g.integers(-4, 9, size=shape))}
+
+
 def output_names(kind: str) -> tuple[str, ...]:
     return {"row_sum": ("sum",), "mean_var": ("mean", "var"), "cvt": ("to_int", "to_float"),
             "matmul": ("c",), "bmm": ("c",), "i8_matmul": ("c",)}.get(kind, ("y",))
@@ -167,7 +290,25 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """float64 results of the exact operations on the f32 inputs (integers: exact int64)."""
+    """float64 results of the exact operations on the f32 inputs (integers: exact int64).
+
+    Classes other than normal and shifted follow IEEE 754 (inf x 0, inf - inf, 0/0 are NaN; a
+    result past the f32 range is inf). Sums and dot products of the bit-exact classes are exact
+    in float64 (specials: an elementwise sum, not BLAS, whose kernels may skip zeros) and are
+    returned rounded once to f32, which is what a correct device returns."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        ref = _reference(case, inputs)
+    cls = gen.class_of(case.params)
+    if cls in ("specials", "subnormal"):
+        with np.errstate(over="ignore"):
+            ref = {k: np.where(np.isfinite(v.astype(np.float32)), v, v.astype(np.float32)) if v.dtype.kind == "f"
+                   else v for k, v in ref.items()}
+    if bit_exact(case):
+        ref = {k: v.astype(np.float32).astype(np.float64) for k, v in ref.items()}
+    return ref
+
+
+def _reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     kind = case.params["kind"]
     d = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
     if kind == "row_sum":
@@ -187,6 +328,8 @@ def reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndar
         e = np.exp(d["x"] - d["x"].max(axis=1, keepdims=True))
         return {"y": e / e.sum(axis=1, keepdims=True)}
     if kind in ("matmul", "bmm"):
+        if gen.class_of(case.params) == "specials":
+            return {"c": np.einsum("...ik,...kj->...ij", d["a"], d["b"])}
         return {"c": np.matmul(d["a"], d["b"])}
     if kind == "rsqrt":
         return {"y": 1.0 / np.sqrt(d["x"])}
@@ -226,7 +369,15 @@ def tolerance(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, np
     """Error model of every output: the per-element allowance |device - reference| and what the
     statistical check may assume (see the module docstring)."""
     kind = case.params["kind"]
+    if bit_exact(case):
+        return {k: exact_model(v.shape, f"{gen.class_of(case.params)} inputs: compared bit for bit")
+                for k, v in ref.items()}
     d = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _tolerance(kind, d, ref)
+
+
+def _tolerance(kind: str, d, ref) -> dict[str, ErrorModel]:
     if kind == "row_sum":
         n = d["x"].shape[1]
         return {"sum": _summed(gamma(n - 1) * np.abs(d["x"]).sum(axis=1), n - 1)}
@@ -301,6 +452,7 @@ def _tol_softmax(x, y, lib: float = 1.0):
     multiply) rounds twice."""
     n = x.shape[1]
     a = np.abs(x - x.max(axis=1, keepdims=True))
+    a = np.where(np.isneginf(x), 0.0, a)            # exp(-inf) = 0 exactly: a masked entry adds no error
     eps_e = a * U / (1.0 - a * U) + lib * 2.0 * ULP_BOUND["exp"] * U
     eps_s = gamma(n - 1) + eps_e.max(axis=1, keepdims=True) * (1.0 + gamma(n - 1))
     return y * (eps_e + eps_s + 2 * U) / (1.0 - eps_s - 2 * U)

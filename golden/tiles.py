@@ -42,10 +42,11 @@ region is exact and carries no statistics.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Mapping, Optional
 
 import numpy as np
+import ml_dtypes
 from ml_dtypes import bfloat16
 
 from golden import inputs as gen
@@ -98,6 +99,7 @@ class TileConfig:
     variant: str = "fused"
     memory_reuse: bool = True
     valid_rows: Optional[int] = None     # the kernel's runtime argument; valid_row = min(rows, it)
+    inputs: str = gen.DEFAULT_CLASS       # input class (golden/inputs.py)
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
@@ -114,6 +116,13 @@ class TileConfig:
         reuse = "reuse" if self.memory_reuse else "noreuse"
         return (f"R{self.rows}-C{self.cols}-{vr}-vc{self.valid_col}-{self.dtype}-pad{self.pad}"
                 f"-{self.variant}-{reuse}")
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.id}-{self.inputs}"
+
+    def with_inputs(self, cls: str) -> "TileConfig":
+        return replace(self, inputs=cls)
 
     @property
     def aligned(self) -> bool:
@@ -133,7 +142,8 @@ def seed_config(valid_rows: int, variant: str = "fused", memory_reuse: bool = Tr
 
 
 def make_case(cfg: TileConfig, base_seed: int = 0) -> Case:
-    return Case.make(OP, cfg.id, cfg.params(), base_seed)
+    gen.class_of({"inputs": cfg.inputs})
+    return Case.make(OP, cfg.id, cfg.params(), base_seed, seed_id=gen.seed_id(cfg.id, cfg.inputs))
 
 
 def config_of(case: Case) -> TileConfig:
@@ -144,19 +154,83 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
     """``gated`` [R, C] and ``scale`` ([R, 1], or [R, C] for the ``mul`` variant: the per-row
     scale broadcast, so every variant has the same reference), dtype values held in float32.
 
-    Magnitudes: gated near-normal with scale 2, scale uniform in [0.25, 4) with a random sign,
-    so products are normal numbers in every dtype and nowhere near overflow.
+    Magnitudes (normal class): gated near-normal with scale 2, scale uniform in [0.25, 4) with
+    a random sign, so products are normal numbers in every dtype and nowhere near overflow.
+
+    Other input classes (golden/inputs.py), every value exact in the tile dtype:
+
+    - shifted: gated rows with means of 1000x (every other row) or 1-10x their spread (2);
+    - exact: gated in [-8, 8], scale in [-4, 4]: every product (<= 32) is exact in every dtype;
+    - ties: gated an odd integer in [2**(p-1), 2**p / 1.5) (p the dtype's precision) times
+      2**[-3, 1], scale +-1.5 x 2**[-2, 1]: every product is exactly halfway between two
+      neighbours in the dtype;
+    - specials: gated mixes [-3, 3] with +-inf, NaN, -0 and +-the dtype's largest value; scale
+      per row one of 0, -0, +-0.5, +-1, +-2, +-inf, NaN (inf x 0, overflow, the sign of zero);
+    - subnormal: gated [1, 15] x a power of two that is subnormal in the dtype, scale [1, 7] x
+      2**[-6, 10]: products land below, in and above the dtype's subnormal range (rounded once).
     """
     p = case.params
     rng = gen.rng(case.seed)
     rows, cols, dtype = p["rows"], p["cols"], p["dtype"]
-    gated = round_to(np.clip(gen.near_normal(rng, (rows, cols), 2.0), -7.5, 7.5), dtype)
-    mag = gen.uniform(rng, (rows, 1), 0.25, 4.0)
-    sign = np.where(gen.small_integers(rng, (rows, 1), 0, 1) > 0, 1.0, -1.0)
-    scale = round_to(mag * sign, dtype)
+    cls = gen.class_of(p)
+    if cls == "normal":
+        gated = round_to(np.clip(gen.near_normal(rng, (rows, cols), 2.0), -7.5, 7.5), dtype)
+        mag = gen.uniform(rng, (rows, 1), 0.25, 4.0)
+        sign = np.where(gen.small_integers(rng, (rows, 1), 0, 1) > 0, 1.0, -1.0)
+        scale = round_to(mag * sign, dtype)
+    else:
+        gated, scale = _class_inputs(rng, cls, rows, cols, dtype)
     if p["variant"] == "mul":
         scale = np.ascontiguousarray(np.broadcast_to(scale, (rows, cols)))
     return {"gated": gated, "scale": scale}
+
+
+PRECISION = {"f32": 24, "f16": 11, "bf16": 8}
+SUBNORMAL_INPUT_EXP = {"f32": -134, "f16": -22, "bf16": -131}   # m * 2**e, m <= 15: subnormal
+
+
+def _exact_values(x: np.ndarray, dtype: str) -> np.ndarray:
+    """``x`` as float32, asserting that every value is already exact in the tile dtype."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        held = round_to(x, dtype)
+    same = (held == x) | (np.isnan(held) & np.isnan(x))
+    assert same.all() and (np.signbit(held) == np.signbit(x)).all(), f"class inputs must be {dtype} values"
+    return held
+
+
+def _class_inputs(rng, cls: str, rows: int, cols: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    if cls == "shifted":
+        gated = gen.shifted_rows(rng, (rows, cols), 2.0)
+        scale = gen.uniform(rng, (rows, 1), 0.25, 4.0) * gen.signs(rng, (rows, 1))
+        return round_to(gated, dtype), round_to(scale, dtype)
+    if cls == "exact":
+        gated = gen.small_integers(rng, (rows, cols), -8, 8)
+        scale = gen.small_integers(rng, (rows, 1), -4, 4)
+    elif cls == "ties":
+        p = PRECISION[dtype]
+        lo, hi = 2 ** (p - 2), int(np.floor(2.0 ** p / 3.0 - 0.5)) + 1     # odd g = 2j+1 in [2**(p-1), 2**p/1.5)
+        g = 2.0 * rng.integers(lo, hi, size=(rows, cols)) + 1.0
+        gated = g * gen.signs(rng, (rows, cols)) * np.exp2(rng.integers(-3, 2, size=(rows, cols)))
+        scale = 1.5 * gen.signs(rng, (rows, 1)) * np.exp2(rng.integers(-2, 2, size=(rows, 1)))
+    elif cls == "specials":
+        big = float(np.finfo(np.float32).max) if dtype == "f32" else float(ml_dtypes.finfo(DTYPES[dtype][0]).max)
+        pool = np.array([np.inf, -np.inf, np.nan, -0.0, big, -big])
+        gated = gen.small_integers(rng, (rows, cols), -3, 3)
+        pick = rng.integers(0, 2 * len(pool), size=(rows, cols))           # half the elements special
+        gated = np.where(pick < len(pool), pool[np.minimum(pick, len(pool) - 1)], gated)
+        row_pool = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, np.inf, -np.inf, np.nan])
+        scale = row_pool[rng.integers(0, len(row_pool), size=(rows, 1))]
+    else:
+        gated = gen.small_integers(rng, (rows, cols), 1, 15) * gen.signs(rng, (rows, cols)) \
+            * 2.0 ** SUBNORMAL_INPUT_EXP[dtype]
+        scale = gen.small_integers(rng, (rows, 1), 1, 7) * np.exp2(rng.integers(-6, 11, size=(rows, 1)))
+    return _exact_values(gated, dtype), _exact_values(scale, dtype)
+
+
+def bit_exact(cfg: "TileConfig") -> bool:
+    """Classes whose tile is checked bit for bit (golden/inputs.py): the device's one rounding
+    of each product is the reference's."""
+    return cfg.inputs in gen.BIT_EXACT_CLASSES
 
 
 # --- the operations, in float64 ----------------------------------------------------------------
@@ -188,6 +262,11 @@ def store(tile: np.ndarray) -> np.ndarray:
 
 def reference(inputs: Mapping[str, np.ndarray], cfg: TileConfig) -> np.ndarray:
     """The expected [R, C] output in float64 (exact: see the module docstring)."""
+    with np.errstate(over="ignore", invalid="ignore"):     # IEEE 754: inf x 0 is NaN, overflow inf
+        return _reference(inputs, cfg)
+
+
+def _reference(inputs: Mapping[str, np.ndarray], cfg: TileConfig) -> np.ndarray:
     g = inputs["gated"]
     if cfg.variant == "loaded":
         prod = np.asarray(g, np.float64)
@@ -196,7 +275,13 @@ def reference(inputs: Mapping[str, np.ndarray], cfg: TileConfig) -> np.ndarray:
     else:
         prod = row_expand_mul(g, inputs["scale"])
     tile, vr, vc = set_validshape(prod, cfg.valid_row, cfg.valid_col)
-    return store(fillpad(tile, vr, vc, pad_value(cfg.pad, cfg.dtype)))
+    out = store(fillpad(tile, vr, vc, pad_value(cfg.pad, cfg.dtype)))
+    if bit_exact(cfg):
+        # The float64 product is exact; its one rounding to the dtype (to nearest even, to inf
+        # past the largest value) is what the device must return. Via f32 it rounds once: the
+        # class inputs keep every product exact in f32.
+        out = round_to(out, cfg.dtype).astype(np.float64)
+    return out
 
 
 def valid_mask(cfg: TileConfig) -> np.ndarray:
@@ -210,7 +295,8 @@ def tolerance_for(ref: np.ndarray, cfg: TileConfig) -> np.ndarray:
     _, u, sub, _ = DTYPES[cfg.dtype]
     inside = valid_mask(cfg)
     tol = np.zeros(ref.shape, np.float64)
-    tol[inside] = u * np.abs(ref[inside]) + sub
+    if not bit_exact(cfg):
+        tol[inside] = u * np.abs(ref[inside]) + sub
     return tol
 
 
@@ -289,7 +375,8 @@ def assert_tile_close(got: np.ndarray, ref: np.ndarray, cfg: TileConfig, name: s
     model = error_model(ref, cfg)
     tol = model.tol
     g = np.asarray(got)
-    c = census(g, ref, tol=model, name=name)
+    # A bit-exact class needs no statistics: every element is the one right value, zero sign included.
+    c = census(g, ref, tol=tol, name=name, zero_sign=True) if bit_exact(cfg) else census(g, ref, tol=model, name=name)
     if not c.ok:
         findings = [] if c.shape_error else tile_findings(got, ref, tol, cfg)
         raise TileMismatch(c, findings, {"got": g, "expected": ref, "tol": tol})

@@ -7,6 +7,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from golden.case import Case
+from golden.inputs import CLASSES, class_of
 
 
 class Backend:
@@ -45,6 +46,18 @@ class Backend:
     def supports(self, case: Case) -> Optional[str]:
         """None when this backend can run ``case``; otherwise why not."""
         return self.supports_op(case.op)
+
+    # Input classes (golden/inputs.py) whose values this backend's data path can hold.
+    input_classes: tuple = CLASSES
+
+    def supports_inputs(self, case: Case) -> Optional[str]:
+        """None when this backend's data path can hold the case's input class
+        (``case.params['inputs']``: specials need inf and NaN, subnormal needs subnormals);
+        otherwise why not, which the case reports as its SKIP."""
+        cls = class_of(case.params)
+        if cls not in self.input_classes:
+            return f"{self.name} runs the input classes {', '.join(self.input_classes)}, not {cls!r}"
+        return None
 
     def versions(self) -> dict[str, str]:
         """Toolchain and device versions that go into every result."""

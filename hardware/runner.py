@@ -162,7 +162,7 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     run = Run(backend_name, case, sha256_of(inputs))
     reason = registry.availability(backend_name)
     if reason is None:
-        reason = backend.supports(case)
+        reason = backend.supports_inputs(case) or backend.supports(case)
     if reason is not None:
         run.skip = f"{backend_name}: {reason}"
         return run

@@ -16,6 +16,7 @@ from typing import Callable, Optional, Sequence
 
 from golden import census
 from golden import matmul as golden_matmul
+from golden.inputs import CLASSES
 from hardware import registry, rules, runner, verdicts
 from hardware.isolation.bounds import gib
 
@@ -47,11 +48,11 @@ def _shape(text: str) -> tuple:
     return tuple(values)
 
 
-def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", mode: str = "int", fault: Optional[str] = None,
+def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", inputs: str = "exact", fault: Optional[str] = None,
                      golden_seed: int = 0, timeout_s: Optional[float] = None) -> Row:
     """One shape, start to verdict: inputs, backend run (with the fault), comparison with golden."""
     M, K, N = dims
-    cfg = golden_matmul.MatmulConfig(M, K, N, lhs=lhs, rhs=lhs, acc="f32", mode=mode)
+    cfg = golden_matmul.MatmulConfig(M, K, N, lhs=lhs, rhs=lhs, acc="f32", inputs=inputs)
     need, budget = matmul_bytes(cfg), runner.memory_budget()
     if budget is not None and need > budget:
         # Inputs, output and reference would not fit: said before anything is allocated.
@@ -155,8 +156,9 @@ def parser(prog: str = "python -m hardware sweep") -> argparse.ArgumentParser:
                    help="apply a built-in or file fault to every result (e.g. aie-matmul-4x2-herd-hang)")
     p.add_argument("--dtype", default="bf16", choices=golden_matmul.OPERAND_DTYPES,
                    help="operand dtype; the accumulator is f32 (default bf16)")
-    p.add_argument("--mode", default="int", choices=golden_matmul.MODES,
-                   help="inputs: small integers compared bit for bit, or normal values within the error model")
+    p.add_argument("--inputs", default="exact", choices=CLASSES,
+                   help="input class (golden/inputs.py): exact small integers compared bit for bit (default), "
+                        "normal values within the error model, or another class")
     p.add_argument("--golden-seed", type=int, default=0, help="shift every shape's input seed")
     p.add_argument("--case-timeout", type=float, default=None, help="bound for one run in seconds")
     return p
@@ -172,13 +174,13 @@ def main(argv=None, prog: str = "python -m hardware sweep") -> int:
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)
     label = f"{args.op} on {args.hw}" + (f" with fault {args.fault}" if args.fault else "")
-    print(f"# sweep: {label}; {args.dtype} x {args.dtype} -> f32, {args.mode} inputs, {len(shapes)} shapes")
+    print(f"# sweep: {label}; {args.dtype} x {args.dtype} -> f32, {args.inputs} inputs, {len(shapes)} shapes")
     if reason:
         print(f"# {args.hw} is not available here: every shape is SKIP ({reason})")
     try:
-        rows, _ = sweep(args.op, args.hw, shapes, lhs=args.dtype, mode=args.mode, fault=args.fault,
+        rows, _ = sweep(args.op, args.hw, shapes, lhs=args.dtype, inputs=args.inputs, fault=args.fault,
                         golden_seed=args.golden_seed, timeout_s=args.case_timeout)
-    except ValueError as exc:            # a shape the golden model rejects (e.g. int mode, huge K)
+    except ValueError as exc:            # a shape the golden model rejects (e.g. exact inputs, huge K)
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     return 1 if any(r.verdict in verdicts.BAD for r in rows) else 0

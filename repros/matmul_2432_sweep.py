@@ -41,9 +41,9 @@ def main(argv=None) -> int:
         print(f"{args.hw} cannot run here: {reason}")
         return 2
     print(f"# matmul {args.dtype} x {args.dtype} -> f32 on {args.hw}"
-          + (f" with fault {args.fault}" if args.fault else "") + f", {args.mode} inputs, {len(shapes)} shapes")
+          + (f" with fault {args.fault}" if args.fault else "") + f", {args.inputs} inputs, {len(shapes)} shapes")
     try:
-        rows, _ = sweep.sweep("matmul", args.hw, shapes, lhs=args.dtype, mode=args.mode, fault=args.fault,
+        rows, _ = sweep.sweep("matmul", args.hw, shapes, lhs=args.dtype, inputs=args.inputs, fault=args.fault,
                               golden_seed=args.golden_seed, timeout_s=args.case_timeout)
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

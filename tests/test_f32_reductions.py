@@ -28,10 +28,36 @@ pytestmark = pytest.mark.family(R.OP)
 BASE = (riscv.BASELINE_VARIANT, riscv.BASELINE_VLEN)
 
 
-def _p(kind, shape, variant, vlen, large=False):
-    c = R.make_case(kind, shape, variant, vlen)
-    return pytest.param((kind, tuple(shape), variant, vlen), id=c.id,
-                        marks=[pytest.mark.large] if large else [])
+def _p(kind, shape, variant, vlen, large=False, inputs="normal", marks=()):
+    c = R.make_case(kind, shape, variant, vlen, inputs=inputs)
+    return pytest.param((kind, tuple(shape), variant, vlen, inputs), id=R.test_id(c),
+                        marks=([pytest.mark.large] if large else []) + list(marks))
+
+
+# Input classes (golden/inputs.py; R.CLASS_KINDS says which kinds have which): a few kinds per
+# class by default (the baseline build, and the reassociated tree order for ties), every kind of
+# every class at the seed shape and a tail length, baseline and v-reassoc, with -m input_classes.
+CLASS_DEFAULT = {"shifted": ("mean_var", "softmax"), "exact": ("row_sum", "matmul"),
+                 "ties": ("row_sum", "matmul"), "specials": ("row_sum", "softmax", "divide", "erf"),
+                 "subnormal": ("row_sum", "sqrt")}
+
+
+def _classed():
+    default, more = [], []
+    for cls, kinds in R.CLASS_KINDS.items():
+        if cls == "normal":
+            continue
+        for k in kinds:
+            shapes = [R.SEED_SHAPES[k]] + ([(R.TAIL_ROWS, 33)] if k in ("row_sum", "softmax") else [])
+            for shape in shapes:
+                for variant in ("v", "v-reassoc"):
+                    p = (k, shape, variant)
+                    if k in CLASS_DEFAULT[cls] and shape == R.SEED_SHAPES[k] and (
+                            variant == "v" or (cls, k) == ("ties", "row_sum")):
+                        default.append(_p(k, shape, variant, 256, inputs=cls))
+                    else:
+                        more.append(_p(*p, 256, inputs=cls, marks=[pytest.mark.input_classes]))
+    return default, more
 
 
 def _default():
@@ -65,7 +91,8 @@ def _large(default_ids):
 
 
 DEFAULT = _default()
-CASES = DEFAULT + _large({p.id for p in DEFAULT})
+CLASS_CASES, MORE_CLASS_CASES = _classed()
+CASES = DEFAULT + _large({p.id for p in DEFAULT}) + CLASS_CASES + MORE_CLASS_CASES
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +102,8 @@ def cfg(request):
 
 @pytest.fixture(scope="module")
 def case(cfg, golden_seed):
-    kind, shape, variant, vlen = cfg
-    return R.make_case(kind, shape, variant, vlen, golden_seed)
+    kind, shape, variant, vlen, inputs = cfg
+    return R.make_case(kind, shape, variant, vlen, golden_seed, inputs=inputs)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +128,8 @@ def run(hw, case, inputs):
 def test_f32_reduction(run, case, expected):
     ref, tol = expected
     for name in R.output_names(case.params["kind"]):
-        assert_close(run[name], ref[name], tol=tol[name], name=f"{case.params['kind']} output {name!r}")
+        assert_close(run[name], ref[name], tol=tol[name], name=f"{case.params['kind']} output {name!r}",
+                     zero_sign=R.zero_sign(case))
 
 
 SCAN_CASES = [_p(k, R.SEED_SHAPES[k], name, max(v.min_vlen, riscv.BASELINE_VLEN))

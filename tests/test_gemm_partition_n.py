@@ -10,22 +10,41 @@ own partition_N=1 GEMM.
 import pytest
 
 from golden import assert_close, gemm, store
+from golden import inputs as classes
 from hardware.budget import simulator_budget_skip
 
 pytestmark = pytest.mark.family(gemm.OP)
 
-CONFIGS = [pytest.param(c, id=c.id) for c in gemm.CI_CONFIGS] + [
-    pytest.param(gemm.VOCAB_MINI, id="vocab-mini-" + gemm.VOCAB_MINI.id),
-    pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.id, marks=pytest.mark.large)] + [
-    pytest.param(c, id=c.id) for c in gemm.BF16_CONFIGS]
+# Input classes (golden/inputs.py): every configuration with normal inputs; one small
+# configuration with every other class by default, the rest with -m input_classes (the 2048^3
+# GEMMs stay normal-only). Classes bfp16 cannot hold run on the bf16 path.
+CLASS_DEFAULT = (gemm.CI_CONFIGS[1],)
+CLASS_MAX_MACS = 1 << 31
+
+
+def _classed(cfg, prefix="", marks=()):
+    out = [pytest.param(cfg, id=prefix + cfg.test_id, marks=marks)]
+    if marks or cfg.M * cfg.K * cfg.N > CLASS_MAX_MACS or not cfg.emulate_bfp16:
+        return out
+    more = () if cfg in CLASS_DEFAULT else (pytest.mark.input_classes,)
+    for cls in classes.CLASSES[1:]:
+        c = cfg.with_inputs(cls, emulate_bfp16=False if cls not in gemm.BFP16_CLASSES else None)
+        out.append(pytest.param(c, id=prefix + c.test_id, marks=more))
+    return out
+
+
+CONFIGS = [p for c in gemm.CI_CONFIGS for p in _classed(c)] + _classed(gemm.VOCAB_MINI, "vocab-mini-") + [
+    pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.test_id, marks=pytest.mark.large)] + [
+    pytest.param(c, id=c.test_id) for c in gemm.BF16_CONFIGS]
 
 
 def _partitions(configs):
     out = []
     for p in configs:
         cfg = p.values[0]
+        base = p.id[:-len(cfg.inputs) - 1]
         for i in range(cfg.partition_N):
-            out.append(pytest.param(cfg, i, id=f"{p.id}-C{i}", marks=p.marks))
+            out.append(pytest.param(cfg, i, id=f"{base}-C{i}-{cfg.inputs}", marks=p.marks))
     return out
 
 

@@ -58,7 +58,7 @@ def property_hw(hw):
 def test_matmul_shape_exact(property_hw, shape):
     hw = property_hw
     M, K, N = shape
-    cfg = mm.MatmulConfig(M, K, N, mode="int")
+    cfg = mm.MatmulConfig(M, K, N, inputs="exact")
     case = mm.make_case(cfg, hw.golden_seed)
     inputs = mm.make_inputs(case)
     command = rerun_command(hw, shape)

@@ -12,14 +12,29 @@ over ptoas-emitted C++.
 import pytest
 
 from golden import census, store, tiles
+from golden import inputs as classes
 from hardware import runner
 from hardware.budget import skip_on_simulator
 
 pytestmark = pytest.mark.family(tiles.OP)
 
-CONFIGS = ([pytest.param(c, id="seed-" + c.id) for c in tiles.seed_configs()]
-           + [pytest.param(c, id=c.id) for c in tiles.sweep_configs()]
-           + [pytest.param(c, id=c.id, marks=pytest.mark.large) for c in tiles.large_configs()])
+# Input classes (golden/inputs.py): every case with normal inputs; by default one tile per dtype
+# (8 x 64, valid 3 x 48, fused, each dtype with another pad) with every other class, every sweep
+# case with them under -m input_classes.
+CLASS_DEFAULT = [tiles.TileConfig(8, 64, 3, 48, d, pad, "fused", True)
+                 for d, pad in (("f32", "zero"), ("f16", "max"), ("bf16", "min"))]
+
+
+def _classed(cfgs, marks=()):
+    return [pytest.param(c.with_inputs(cls), id=c.with_inputs(cls).test_id, marks=marks)
+            for c in cfgs for cls in classes.CLASSES[1:]]
+
+
+CONFIGS = ([pytest.param(c, id="seed-" + c.test_id) for c in tiles.seed_configs()]
+           + [pytest.param(c, id=c.test_id) for c in tiles.sweep_configs()]
+           + [pytest.param(c, id=c.test_id, marks=pytest.mark.large) for c in tiles.large_configs()]
+           + _classed(CLASS_DEFAULT)
+           + _classed([c for c in tiles.sweep_configs() if c not in CLASS_DEFAULT], pytest.mark.input_classes))
 
 
 @pytest.fixture(scope="module")

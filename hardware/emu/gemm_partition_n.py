@@ -67,12 +67,21 @@ class IronGemm:
         logical = buf.T if (name.startswith("C_") and self.c_col_maj) else buf
         return np.ascontiguousarray(logical).reshape(shape)
 
+    # The data path's two numerical steps, replaceable by a fault model (input_class_faults.py):
+    # the f32 accumulation of (M, K) @ (K, N) and the conversion of C to bf16 (held in f32).
+    @staticmethod
+    def accumulate(a: np.ndarray, b_kn: np.ndarray) -> np.ndarray:
+        return (torch.from_numpy(np.ascontiguousarray(a)) @ torch.from_numpy(np.ascontiguousarray(b_kn))).numpy()
+
+    @staticmethod
+    def to_output(c: np.ndarray) -> np.ndarray:
+        return to_bf16(c).astype(np.float32)
+
     def _mmul(self, a: np.ndarray, b_kn: np.ndarray) -> np.ndarray:
         if self.emulate_bfp16:
             a = quantize_bfp16(a, axis=1)
             b_kn = quantize_bfp16(b_kn, axis=0)
-        c = torch.from_numpy(np.ascontiguousarray(a)) @ torch.from_numpy(np.ascontiguousarray(b_kn))
-        return to_bf16(c.numpy()).astype(np.float32)
+        return self.to_output(self.accumulate(a, b_kn))
 
     def run_runlist(self) -> None:
         for entry in self.runlist:
@@ -89,10 +98,15 @@ class IronGemm:
         return np.concatenate(parts, axis=1)[None]
 
 
-def run(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run(case: Case, inputs: Mapping[str, np.ndarray], *, accumulate=None, to_output=None) -> dict[str, np.ndarray]:
+    """``accumulate`` / ``to_output``: another data path's numerical steps (a fault model)."""
     p = case.params
     op = IronGemm(p["M"], p["K"], p["N"], p["tile_m"], p["tile_k"], p["tile_n"], p["num_aie_columns"],
                   p["b_col_maj"], p["c_col_maj"], p["partition_N"], p.get("emulate_bfp16", True))
+    if accumulate is not None:
+        op.accumulate = accumulate
+    if to_output is not None:
+        op.to_output = to_output
     op.weight = inputs["B"]
     out = {"forward": op.forward(inputs["A"][None])}
     for i in range(op.partition_N):

@@ -166,24 +166,29 @@ def _check_session_timeout(config) -> None:
 
 
 _LARGE = re.compile(r"\blarge\b")
+_INPUT_CLASSES = re.compile(r"\binput_classes\b")
 
 
 def _markexpr(config) -> str:
-    """``-m`` selects within the default set: ``large`` cases stay out unless the expression names them."""
+    """``-m`` selects within the default set: ``large`` cases and the extra ``input_classes``
+    cases stay out unless the expression names them."""
     expr = (config.getoption("markexpr", None) or "").strip()
     if not expr:
         config._accel_large = "large cases excluded (-m large runs them)"
-        return "not large"
+        return "not large and not input_classes"
+    classes = "" if _INPUT_CLASSES.search(expr) else " and not input_classes"
     if _LARGE.search(expr):
         config._accel_large = f"large cases as -m {expr!r} says"
-        return expr
+        return f"({expr}){classes}"
     config._accel_large = f"large cases excluded (-m {expr!r} does not name 'large')"
-    return f"({expr}) and not large"
+    return f"({expr}) and not large{classes}"
 
 
 @pytest.hookimpl(tryfirst=True)   # every other part of the plugin reads what this settles
 def pytest_configure(config):
     config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
+    config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
+                            "family, excluded by default; run with -m input_classes")
     config.addinivalue_line("markers", "family(op): the operator family a test belongs to")
     for opt in OPTIONS:
         setattr(config.option, opt.dest, _resolve(config, opt))

@@ -50,7 +50,7 @@ AGREEMENT = [
     ("a2a3", "test_rowexpandmul_fillpad.py", "pto-bare-tile-validshape", TILES),
     ("a2a3sim", "test_rowexpandmul_fillpad.py", "pto-bare-tile-validshape-sim", TILES),
     ("iree-amd-aie", "test_matmul_2432.py", "aie-matmul-4x2-herd-hang", "(cube-M512 or cube-M640) and bf16 or f32-halved"),
-    ("iree-amd-aie", "test_matmul_2432.py", "aie-matmul-remainder-compile", "square-M2432 and int or square-M2048 and int"),
+    ("iree-amd-aie", "test_matmul_2432.py", "aie-matmul-remainder-compile", "square-M2432 and exact or square-M2048 and exact"),
     ("firesim", "test_f32_reductions.py", "saturn-f32-reduction-hang", "test_f32_reduction and not novec"),
 ]
 
