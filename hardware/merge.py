@@ -26,9 +26,9 @@ _NPU_NAMES = (("krackan", "Krackan"), ("strix halo", "Strix Halo"), ("strix", "S
 _NPU_IDS = {"npu1": "Phoenix", "npu4": "Strix", "npu5": "Strix Halo", "npu6": "Krackan"}
 
 # Worse verdicts win when one (test, device) shows up twice (e.g. a rerun on a second runner).
-_SEVERITY = {v: i for i, v in enumerate((verdicts.SKIP, verdicts.PASS, verdicts.XFAIL, verdicts.FAIL,
-                                         verdicts.COMPILE_ERROR, verdicts.XPASS, verdicts.INTERRUPTED,
-                                         verdicts.CRASH, verdicts.HANG))}
+_SEVERITY = {v: i for i, v in enumerate((verdicts.NOT_APPLICABLE, verdicts.SKIP, verdicts.PASS, verdicts.XFAIL,
+                                         verdicts.FLAKY, verdicts.FAIL, verdicts.COMPILE_ERROR, verdicts.XPASS,
+                                         verdicts.INTERRUPTED, verdicts.CRASH, verdicts.HANG))}
 
 
 def test_key(nodeid: str, backend: Optional[str]) -> str:
@@ -181,11 +181,19 @@ def main(argv=None) -> int:
                         "device the backend reported, else the backend id)")
     p.add_argument("-o", "--output", default="reports/merged/results.json",
                    help="where the merged results.json goes (default: %(default)s)")
+    p.add_argument("--allow-fault", action="store_true",
+                   help="merge runs with an injected fault too (they are not release runs; the merged "
+                        "file keeps their fault, so its reports and gate say so)")
     args = p.parse_args(argv)
     try:
         merged, notes = merge(_parse_input(a) for a in args.inputs)
     except results.ResultsError as exc:
         print(f"merge: {exc}", file=sys.stderr)
+        return 2
+    from hardware.gate import release_refusal
+    refusal = release_refusal(merged, args.allow_fault)
+    if refusal:
+        print(f"merge: refused: {refusal}", file=sys.stderr)
         return 2
     out = Path(args.output)
     copied = _bring_arrays(merged, out.parent, notes)

@@ -52,7 +52,6 @@ from hardware.iree_common import compiler
 from hardware.iree_common.program import Program, program_for, unsupported_op
 from hardware.iree_amd_aie import toolchain
 
-REPO = Path(__file__).resolve().parents[2]
 TARGET_BACKEND = "amd-aie"
 BUILD_HINT = ("build IREE with the plugin (nod-ai/iree-amd-aie README: cmake -S third_party/iree "
               "-DIREE_CMAKE_PLUGIN_PATHS=<iree-amd-aie> ...; install) and set ACCEL_IREE_AMD_AIE_INSTALL "
@@ -111,8 +110,9 @@ def _target_backends(compile_tool: str) -> tuple[str, ...]:
 
 
 def _cache_root() -> Path:
+    """Beside the shared IREE cache (a user cache folder, not the checkout or site-packages)."""
     env = os.environ.get("ACCEL_IREE_AMD_AIE_CACHE")
-    return Path(env) if env else REPO / ".cache" / "iree-amd-aie"
+    return Path(env) if env else compiler.cache_root().parent / "iree-amd-aie"
 
 
 class IreeAmdAieBackend(Backend):

@@ -14,13 +14,12 @@ BUILD_DIR`` finds either.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Optional
 
 from golden.case import Case
+from hardware.atomic import write_atomic
 
 N_AIE_ROWS = 4
 
@@ -86,17 +85,9 @@ LAYOUTS = {"gemm_partition_n": gemm_partition_n}
 
 
 def write_manifest(path: Path, entries: list[dict]) -> None:
-    """Write atomically (temp file in the same folder, then rename)."""
+    """Written whole or not at all, readable as the umask says (hardware/atomic.py)."""
     from hardware.npu.manifest import FORMAT
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"format": FORMAT, "entries": entries}, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps({"format": FORMAT, "entries": entries}, indent=1))
 
 
 def main(argv=None) -> int:

@@ -13,9 +13,10 @@ def _case(test, backend, verdict, versions=None):
             "runs": [], "census": [], "detail": {}, "versions": versions or {}}
 
 
-def _runner(tmp_path, name, host, backend, verdicts, device=None):
+def _runner(tmp_path, name, host, backend, verdicts, device=None, fault=None):
     versions = {"xrt": "2.19", "device": device} if device else {}
-    data = results.build({"host": host, "hw": [backend], "started": "2026-11-21T07:00:00", "interrupted": False},
+    data = results.build({"host": host, "hw": [backend], "started": "2026-11-21T07:00:00", "interrupted": False,
+                          "fault": fault},
                          {backend: {"selected": True, "available": True, "kind": "hardware", "versions": versions}},
                          [_case(t, backend, v, versions) for t, v in verdicts.items()])
     path = tmp_path / name
@@ -68,6 +69,17 @@ def test_labels_and_duplicates(tmp_path, capsys):
     assert "in both" in text and "keeping the worse" in text
     (case,) = results.load(out)["cases"]
     assert case["device"] == "FireSim" and case["verdict"] == "HANG"
+
+
+def test_a_run_with_an_injected_fault_is_refused_unless_asked(tmp_path, capsys):
+    clean = _runner(tmp_path, "a.json", "box-1", "npu", {"test_x": "PASS"})
+    faulty = _runner(tmp_path, "b.json", "box-2", "npu", {"test_x": "FAIL"}, fault="iron-gemm-stale-dma")
+    out = tmp_path / "m.json"
+    assert merge.main([str(clean), str(faulty), "-o", str(out)]) == 2
+    assert "fault iron-gemm-stale-dma injected: not a release run" in capsys.readouterr().err
+    assert not out.exists()
+    assert merge.main([str(clean), str(faulty), "-o", str(out), "--allow-fault"]) == 0
+    assert [s["fault"] for s in results.load(out)["session"]["merged_from"]] == [None, "iron-gemm-stale-dma"]
 
 
 def test_a_bad_input_is_named(tmp_path, capsys):
