@@ -39,8 +39,10 @@ def _write(tmp_path, name, data) -> str:
 
 
 def test_qemu_rvv_entries_carry_their_version_range():
-    entries = X.load_dir(REPO / "expectations").for_backend("qemu-rvv")
-    assert entries and all(e.conditions.versions == {"qemu": "<8.1"} for e in entries)
+    """The qemu defect (issue 1441) holds for qemu < 8.1; the compiler findings listed beside it do not
+    depend on qemu's version."""
+    entries = [e for e in X.load_dir(REPO / "expectations").for_backend("qemu-rvv") if "issues/1441" in e.issue]
+    assert len(entries) >= 3 and all(e.conditions.versions == {"qemu": "<8.1"} for e in entries)
 
 
 def test_a_run_on_qemu_8_2_makes_the_qemu_rvv_entries_stale(tmp_path, capsys):
