@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from golden import census  # noqa: E402
 from golden import fused_decode as F  # noqa: E402
-from hardware import registry  # noqa: E402
+from hardware import registry, runner  # noqa: E402
 from hardware.runner import run_case  # noqa: E402
 
 SIZES = {"small": F.SMALL, "llama": F.LLAMA_3_2_1B}
@@ -41,21 +41,24 @@ def reference_mode(case, inputs) -> int:
     return 0
 
 
-def compare_mode(hw: str, case, inputs, fault) -> int:
+def _run(hw: str, case, inputs, fault):
+    """The run's outputs, or the words of its verdict (SKIP, HANG, CRASH, ...)."""
     run = run_case(hw, case, inputs, fault=fault)
     if run.verdict == "SKIP":
-        print(f"SKIP: {run.skip}")
-        return 2
+        return None, f"SKIP: {run.skip}"
     if run.verdict is not None:
-        print(f"{run.verdict}: {run.error.message}")
-        return 1
-    results = F.compare_steps(case, inputs, run.outputs)
+        return None, f"{run.verdict}: {run.error.message}"
+    return run.outputs, ""
+
+
+def compare_mode(hw: str, case, inputs, fault) -> int:
+    outputs, why = _run(hw, case, inputs, fault)
+    if outputs is None:
+        print(f"step by step: {why}")
+        return 2 if why.startswith("SKIP") else 1
+    results = F.compare_steps(case, inputs, outputs)
     print(F.step_table(results))
     first = F.first_divergent(results)
-    expected, tol = F.end_to_end_expected(case, inputs)
-    got = run.outputs.get(F.FUSED_OUTPUT)
-    e2e = census(np.asarray(got, np.float64) if got is not None else np.zeros(0), expected, tol=tol,
-                 name="fused block output")
     print()
     if first is None:
         print("every step is right given its own inputs (compare mode passes)")
@@ -64,6 +67,12 @@ def compare_mode(hw: str, case, inputs, fault) -> int:
         print(f"first divergent step: {first.step.name} ({first.step.op} -> {first.step.out}): "
               f"{c.over_tolerance} of {c.elements} elements over tolerance"
               + (f", {c.where()}" if c.over_tolerance else f", {c.shape_error}"))
+    fused, why = _run(hw, F.as_program(case, "fused"), inputs, fault)
+    if fused is None:
+        print(f"end to end (the block as one fused program): {why}")
+        return 0 if first is None and why.startswith("SKIP") else 1
+    expected, tol = F.end_to_end_expected(case, inputs)
+    e2e = census(np.asarray(fused[F.FUSED_OUTPUT], np.float64), expected, tol=tol, name="fused block output")
     print(f"end to end: {'right' if e2e.ok else 'WRONG'} (max |error| {e2e.max_abs:.3g}, "
           f"{e2e.over_tolerance} of {e2e.elements} over the {tol.flat[0]:.3g} allowance)")
     if first is None and not e2e.ok:
@@ -94,13 +103,8 @@ def main(argv=None) -> int:
     if reason:
         print(f"{args.hw} is not available here: {reason}")
         return 2
-    if args.fault:
-        from hardware import faults
-        try:
-            faults.load(args.fault)
-        except ValueError as exc:
-            print(exc, file=sys.stderr)
-            return 2
+    if runner.standalone("fused_decode_compare.py", args.fault, args.hw) is not None:   # isolated, as in pytest
+        return 2
     return compare_mode(args.hw, case, inputs, args.fault)
 
 

@@ -121,3 +121,17 @@ def test_report_draws_the_steps_with_the_first_divergent_one_marked():
     assert html.count("fill='#c62828'") == 1 and "font-weight='bold'>b<" in html
     assert "nan" not in html.split("<table")[0].split("<title>")[0]   # a non-finite bar is drawn full width
     assert "b (first divergent)" in html and steps.html({}) == ""
+
+
+@pytest.mark.parametrize("fault, says, code", [
+    (None, "every step is right given its own inputs", 0),
+    ("fused-stale-output", "first divergent step: v_proj (gemv -> v)", 1),
+    (f"{FIXTURE}:corrupt_fused_only", "fusion bug: every step is right alone", 1)])
+def test_repro_names_the_first_divergent_step(capsys, fault, says, code):
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "repros" / "fused_decode_compare.py"
+    spec = importlib.util.spec_from_file_location("fused_decode_compare", path)
+    repro = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(repro)
+    assert repro.main(["--hw", "emu"] + (["--fault", fault] if fault else [])) == code
+    assert says in capsys.readouterr().out

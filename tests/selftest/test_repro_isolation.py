@@ -36,7 +36,8 @@ def _run(args, tmp_path, timeout=120):
 @pytest.mark.parametrize("script, fault", [("gemm_partition_n.py", "iron-gemm-stale-dmaa"),   # a typo
                                            ("f32_reduction_hang.py", "broken.py:fault"),    # does not import
                                            ("rowexpandmul_fillpad.py", "faults.py:nothing"),
-                                           ("matmul_2432_sweep.py", "nofile.py:fault")])
+                                           ("matmul_2432_sweep.py", "nofile.py:fault"),
+                                           ("fused_decode_compare.py", "fused-stale-outptu")])
 def test_item15_a_bad_fault_is_a_usage_error(tmp_path, script, fault):
     (tmp_path / "broken.py").write_text("def fault(case, outputs:\n")      # a syntax error
     (tmp_path / "faults.py").write_text(FAULT)
