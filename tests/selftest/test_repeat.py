@@ -11,7 +11,7 @@ import pytest
 from hardware import gate
 
 REPO = Path(__file__).resolve().parents[2]
-CASE = "tests/test_f32_reductions.py::test_f32_reduction[emu-row_sum-64x128-v-vlen256]"
+CASE = "tests/test_f32_reductions.py::test_f32_reduction[emu-row_sum-64x128-v-vlen256-normal]"
 
 # Wrong in the third of every five runs of a case; the count lives in a file, so it survives the
 # fresh workers --repeat starts.
@@ -49,6 +49,7 @@ def _run(tmp_path, *options) -> dict:
                           env={**os.environ, "ACCEL_FLAKY_DIR": str(state)})
     data = json.loads((report_dir / "results.json").read_text())
     data["_stdout"] = proc.stdout
+    assert data["cases"], f"{CASE} collected nothing:\n{proc.stdout[-2000:]}"
     return data
 
 
@@ -66,7 +67,7 @@ def test_seeded_one_in_five_fault_is_flaky_1_of_5_and_blocks_the_gate(tmp_path):
     v = gate.evaluate(data, allow_fault=True)
     assert not v.ship and v.reasons[0].startswith(
         "1 new FLAKY (mixed outcomes over --repeat): FLAKY 1/5 tests/test_f32_reductions.py::test_f32_reduction"
-        "[row_sum-64x128-v-vlen256] on emu")
+        "[row_sum-64x128-v-vlen256-normal] on emu")
     assert "rerun:" in data["_stdout"] and "--repeat 5" in data["_stdout"]
 
 
