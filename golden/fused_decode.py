@@ -133,6 +133,32 @@ def step_params(case: Case, step: Step) -> dict:
     return p
 
 
+def input_shapes(case: Case) -> dict[str, tuple]:
+    p = case.params
+    H, NH, KV, D, I, T = (p[k] for k in ("hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "past"))
+    return {"x": (1, H), "attn_norm_w": (H,), "wq": (NH * D, H), "wk": (KV * D, H), "wv": (KV * D, H),
+            "wo": (H, NH * D), "ffn_norm_w": (H,), "w_gate": (I, H), "w_up": (I, H), "w_down": (H, I),
+            "k_cache": (KV, T, D), "v_cache": (KV, T, D)}
+
+
+def buffer_shapes(case: Case) -> dict[str, tuple]:
+    """Every buffer's shape: the inputs', then each step's output from its reference on zeros."""
+    shapes = input_shapes(case)
+    for step in DECODE_BLOCK:
+        zeros = [np.zeros(shapes[n]) for n in step.ins]
+        shapes[step.out] = llama_ops.reference(step.op, step_params(case, step), zeros).shape
+    return shapes
+
+
+def output_contract(case: Case) -> dict:
+    """What every backend returns (checked by hardware.runner before any comparison): every step's
+    buffer in bf16, as IRON's host buffers hold them, or the fused block's output."""
+    shapes = buffer_shapes(case)
+    if case.params["program"] == "fused":
+        return {FUSED_OUTPUT: ("bfloat16", shapes[OUTPUT])}
+    return {s.out: ("bfloat16", shapes[s.out]) for s in DECODE_BLOCK}
+
+
 def _bf16(x) -> np.ndarray:
     return to_bf16(x)
 

@@ -275,7 +275,8 @@ def _read(run, name: str, shape: tuple[int, ...], stage) -> np.ndarray:
     buf = stage(f"get_buffer({name!r})", lambda: run.get_buffer(name))
     stage(f"{name}.to('cpu')", lambda: buf.to("cpu"))
     n = int(np.prod(shape))
-    return buf.torch_view()[:n].to(torch.float32).numpy().reshape(shape).copy()
+    # The buffer is bf16 (IRON's host tensors); through f32 to numpy, and back to bf16 exactly.
+    return to_bf16(buf.torch_view()[:n].to(torch.float32).numpy().reshape(shape))
 
 
 def _segment_io(segments: list[Segment], n: int) -> tuple[list[str], list[str]]:

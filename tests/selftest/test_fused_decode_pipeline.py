@@ -135,3 +135,14 @@ def test_repro_names_the_first_divergent_step(capsys, fault, says, code):
     spec.loader.exec_module(repro)
     assert repro.main(["--hw", "emu"] + (["--fault", fault] if fault else [])) == code
     assert says in capsys.readouterr().out
+
+
+def test_output_contract_names_every_buffer_in_bf16(small):
+    case, inputs = small
+    assert {k: v.shape for k, v in inputs.items()} == F.input_shapes(case)
+    contract = F.output_contract(case)
+    assert set(contract) == {s.out for s in F.DECODE_BLOCK}
+    outputs = runner.execute(runner.Job("emu", case, inputs))
+    assert runner.contract_error("emu", case, outputs) is None
+    wrong = dict(outputs, q=outputs["q"].astype(np.float64))
+    assert "q: expected bfloat16 (64,), got float64 (64,)" in runner.contract_error("emu", case, wrong).message

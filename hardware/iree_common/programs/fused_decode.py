@@ -268,21 +268,6 @@ EMIT = {"rmsnorm": _rmsnorm, "gemv": _gemv, "gemv_batched": _gemv_batched, "gemm
         "repeat": _repeat, "kv_append": _kv_append}
 
 
-def _shapes(case: Case) -> dict[str, tuple]:
-    """Every buffer's shape, from the golden pipeline run on zeros (cheap at default sizes)."""
-    import numpy as np
-    from golden import llama_ops
-    p = case.params
-    H, NH, KV, D, I, T = (p[k] for k in ("hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "past"))
-    shapes = {"x": (1, H), "attn_norm_w": (H,), "wq": (NH * D, H), "wk": (KV * D, H), "wv": (KV * D, H),
-              "wo": (H, NH * D), "ffn_norm_w": (H,), "w_gate": (I, H), "w_up": (I, H), "w_down": (H, I),
-              "k_cache": (KV, T, D), "v_cache": (KV, T, D)}
-    for step in F.DECODE_BLOCK:
-        zeros = [np.zeros(shapes[n]) for n in step.ins]
-        shapes[step.out] = llama_ops.reference(step.op, F.step_params(case, step), zeros).shape
-    return shapes
-
-
 def _function(name: str, case: Case, steps, shapes: dict, inputs: tuple[str, ...], result: str) -> str:
     E = Emitter(prefix="")
     values = {n: (f"%in_{n}", shapes[n]) for n in inputs}   # in_: never a region-local name
@@ -305,7 +290,7 @@ def _block_inputs() -> tuple[str, ...]:
 
 
 def plan(case: Case) -> tuple[Program, ...]:
-    shapes = _shapes(case)
+    shapes = F.buffer_shapes(case)
     if case.params["program"] == "fused":
         ins = _block_inputs()
         return (Program(_function("fused_block", case, F.DECODE_BLOCK, shapes, ins, F.OUTPUT), "fused_block",
