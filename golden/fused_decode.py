@@ -159,10 +159,6 @@ def output_contract(case: Case) -> dict:
     return {s.out: ("bfloat16", shapes[s.out]) for s in DECODE_BLOCK}
 
 
-def _bf16(x) -> np.ndarray:
-    return to_bf16(x)
-
-
 def _weights(g, rows, cols) -> np.ndarray:
     """Weights scaled by 1/sqrt(fan-in), as trained Llama weights roughly are: outputs stay O(1)."""
     return gen.near_normal(g, (rows, cols), scale=cols ** -0.5)
@@ -185,7 +181,7 @@ def make_inputs(case: Case, token: int = 0) -> dict[str, np.ndarray]:
     }
     if token == -1:
         ins["x"] = gen.near_normal(gen.rng(case.seed ^ 0x7F4A7C15), (1, H))
-    out = {k: _bf16(v) for k, v in ins.items()}
+    out = {k: to_bf16(v) for k, v in ins.items()}
     _plant_attention_sink(case, out)
     return out
 
@@ -197,7 +193,7 @@ def _plant_attention_sink(case: Case, ins: dict) -> None:
     bufs = run_pipeline(case, ins, until="q_rope")
     q0 = bufs["q_r"][0]
     scale = float(case.params["attn_scale"])
-    ins["k_cache"][0, 0] = _bf16(q0 * (SINK_SCORE / (scale * float(q0 @ q0))))
+    ins["k_cache"][0, 0] = to_bf16(q0 * (SINK_SCORE / (scale * float(q0 @ q0))))
 
 
 def previous_token_inputs(case: Case) -> dict[str, np.ndarray]:
@@ -221,7 +217,7 @@ def run_pipeline(case: Case, inputs: Mapping[str, np.ndarray], *, bf16: bool = F
     bufs = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
     for step in steps:
         y = llama_ops.reference(step.op, step_params(case, step), [bufs[n] for n in step.ins])
-        bufs[step.out] = np.asarray(_bf16(y), np.float64) if bf16 else y
+        bufs[step.out] = np.asarray(to_bf16(y), np.float64) if bf16 else y
         if step.name == until:
             break
     return bufs

@@ -64,8 +64,7 @@ class Emitter:
         return out
 
     def generic(self, ins: list[tuple[str, tuple, str]], maps: list[str], out_shape: tuple, iters: list[str],
-                body: list[str], *, init: str | None = None, out_et: str = "bf16", block_args: list[str],
-                dims: int) -> str:
+                body: list[str], *, init: str | None = None, out_et: str = "bf16", block_args: list[str]) -> str:
         """linalg.generic over ``ins`` ([(value, shape, element type)]) into a fresh (or ``init``) tensor."""
         out = self.tmp("g")
         if init is None:
@@ -92,13 +91,13 @@ class Emitter:
         ids = _map(_dims(len(shape)), _dims(len(shape)))
         return self.generic([(v, shape, "f32")], [ids, ids], shape, ["parallel"] * len(shape),
                             ["%t = arith.truncf %a : f32 to bf16", "linalg.yield %t : bf16"],
-                            block_args=["a", "o"], dims=len(shape))
+                            block_args=["a", "o"])
 
     def to_f32(self, v: str, shape: tuple) -> str:
         ids = _map(_dims(len(shape)), _dims(len(shape)))
         return self.generic([(v, shape, "bf16")], [ids, ids], shape, ["parallel"] * len(shape),
                             ["%t = arith.extf %a : bf16 to f32", "linalg.yield %t : f32"],
-                            block_args=["a", "o"], out_et="f32", dims=len(shape))
+                            block_args=["a", "o"], out_et="f32")
 
 
 def _dims(n: int) -> str:
@@ -116,7 +115,7 @@ def _rmsnorm(E: Emitter, p, args):
                    ["parallel", "reduction"],
                    ["%xf = arith.extf %a : bf16 to f32", "%sq = arith.mulf %xf, %xf : f32",
                     "%s = arith.addf %acc, %sq : f32", "linalg.yield %s : f32"],
-                   init=E.zeros_f32((rows,)), out_et="f32", block_args=["a", "acc"], dims=2)
+                   init=E.zeros_f32((rows,)), out_et="f32", block_args=["a", "acc"])
     y = E.generic([(x2, (rows, n), "bf16"), (ss, (rows,), "f32"), (w, (n,), "bf16")],
                   [_map("i, j", "i, j"), _map("i, j", "i"), _map("i, j", "j"), _map("i, j", "i, j")],
                   (rows, n), ["parallel", "parallel"],
@@ -125,7 +124,7 @@ def _rmsnorm(E: Emitter, p, args):
                    "%ms = arith.divf %s, %n : f32", "%me = arith.addf %ms, %eps : f32",
                    "%r = math.rsqrt %me : f32", "%xr = arith.mulf %xf, %r : f32", "%y = arith.mulf %xr, %wf : f32",
                    "%yb = arith.truncf %y : f32 to bf16", "linalg.yield %yb : bf16"],
-                  block_args=["a", "s", "w", "o"], dims=2)
+                  block_args=["a", "s", "w", "o"])
     return E.reshape(y, (rows, n), xs), xs
 
 
@@ -134,13 +133,12 @@ def _dot(E: Emitter, a: str, a_shape: tuple, x: str, x_shape: tuple, maps: list[
     acc = E.generic([(a, a_shape, "bf16"), (x, x_shape, "bf16")], maps, out_shape, iters,
                     ["%af = arith.extf %a : bf16 to f32", "%xf = arith.extf %x : bf16 to f32",
                      "%pr = arith.mulf %af, %xf : f32", "%s = arith.addf %acc, %pr : f32", "linalg.yield %s : f32"],
-                    init=E.zeros_f32(out_shape), out_et="f32", block_args=["a", "x", "acc"],
-                    dims=len(iters))
+                    init=E.zeros_f32(out_shape), out_et="f32", block_args=["a", "x", "acc"])
     if scale != 1.0:
         ids = _map(_dims(len(out_shape)), _dims(len(out_shape)))
         acc = E.generic([(acc, out_shape, "f32")], [ids, ids], out_shape, ["parallel"] * len(out_shape),
                         [f"%c = arith.constant {_f(scale)} : f32", "%y = arith.mulf %a, %c : f32",
-                         "linalg.yield %y : f32"], out_et="f32", block_args=["a", "o"], dims=len(out_shape))
+                         "linalg.yield %y : f32"], out_et="f32", block_args=["a", "o"])
     return E.to_bf16(acc, out_shape), out_shape
 
 
@@ -196,7 +194,7 @@ def _rope(E: Emitter, p, args):
                           "%af = arith.extf %a : bf16 to f32", "%bf = arith.extf %b : bf16 to f32",
                           "%ac = arith.mulf %af, %c : f32", "%bs = arith.mulf %bf, %s : f32",
                           f"%y = {comb} %ac, %bs : f32", "%yb = arith.truncf %y : f32 to bf16",
-                          "linalg.yield %yb : bf16"], block_args=["a", "b", "o"], dims=2)
+                          "linalg.yield %yb : bf16"], block_args=["a", "b", "o"])
 
     y1 = rotated("-", x1, x2)     # x1 cos - x2 sin
     y2 = rotated("+", x2, x1)     # x2 cos + x1 sin
@@ -225,7 +223,7 @@ def _elementwise(body: list[str], n_in: int):
         pre = [f"%{n}f = arith.extf %{n} : bf16 to f32" for n in names]
         y = E.generic(ins, [ids] * (n_in + 1), as_, ["parallel"] * len(as_),
                       pre + body + ["%yb = arith.truncf %y : f32 to bf16", "linalg.yield %yb : bf16"],
-                      block_args=names + ["o"], dims=len(as_))
+                      block_args=names + ["o"])
         return y, as_
     return op
 
@@ -239,7 +237,7 @@ _add = _elementwise(["%y = arith.addf %af, %bf : f32"], 2)
 def _copy(E: Emitter, ins: tuple[str, tuple], out_map: str, out_shape: tuple, dims: int):
     x, xs = ins
     return E.generic([(x, xs, "bf16")], [out_map, _map(_dims(dims), _dims(dims))], out_shape,
-                     ["parallel"] * dims, ["linalg.yield %a : bf16"], block_args=["a", "o"], dims=dims)
+                     ["parallel"] * dims, ["linalg.yield %a : bf16"], block_args=["a", "o"])
 
 
 def _transpose(E: Emitter, p, args):
