@@ -98,7 +98,10 @@ _ROWS_PER_DRAW = 64
 
 
 def _bf16_normal(rng: np.random.Generator, shape, scale: float) -> np.ndarray:
-    return _bf16_draw(rng, shape, lambda g, s: gen.near_normal(g, s, scale))
+    out = np.empty(shape, dtype=np.float32)
+    for rows in _row_chunks(shape[0]):
+        gen.near_normal_bf16(rng, out[rows].shape, scale, out=out[rows])
+    return out
 
 
 def make_inputs(case: Case) -> dict[str, np.ndarray]:
@@ -156,11 +159,14 @@ def _specials(rng, M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     return a, gen.small_integers(rng, (K, N), -2, 2)
 
 
+def _row_chunks(rows: int):
+    return (slice(r, min(r + _ROWS_PER_DRAW, rows)) for r in range(0, rows, _ROWS_PER_DRAW))
+
+
 def _bf16_draw(rng: np.random.Generator, shape, draw) -> np.ndarray:
     out = np.empty(shape, dtype=np.float32)
-    for r in range(0, shape[0], _ROWS_PER_DRAW):
-        rows = min(_ROWS_PER_DRAW, shape[0] - r)
-        out[r:r + rows] = to_bf16(draw(rng, (rows,) + tuple(shape[1:]))).astype(np.float32)
+    for rows in _row_chunks(shape[0]):
+        out[rows] = to_bf16(draw(rng, out[rows].shape)).astype(np.float32)
     return out
 
 
