@@ -6,6 +6,7 @@ The core, one concern per module:
 - ``isolation``  the isolated runner, bounds and device locks, stop signals and the session timeout
 - ``recording``  one result record per case, results.json / results.jsonl, interrupted cases
 - ``terminal``   the family x backend table and the rerun line of every failure
+- ``parallel``   under pytest-xdist: each worker's thread pools sized to its share of the CPUs
 
 Features register here as plugins of their own; backends are not plugins: they register through
 entry points (hardware/registry.py).
@@ -15,6 +16,7 @@ pytest_plugins = [
     "hardware.plugin.isolation",
     "hardware.plugin.recording",
     "hardware.plugin.terminal",
+    "hardware.plugin.parallel",
     "hardware.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
     "hardware.report.plugin",           # markdown, html and heatmaps after results.json
     "hardware.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N

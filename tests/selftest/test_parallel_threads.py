@@ -1,0 +1,62 @@
+"""Under ``-n N`` each xdist worker's BLAS / OpenMP pools get ``cpus // N`` threads (hardware/
+plugin/parallel.py), so N workers do not each spin a machine-wide pool; a user's own setting wins,
+and ``-n 0`` leaves the libraries' defaults alone."""
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hardware.plugin.parallel import THREAD_VARIABLES, threads_per_worker
+
+pytest_plugins = ["pytester"]
+REPO = Path(__file__).resolve().parents[2]
+
+PROBE = textwrap.dedent('''
+    import json, os
+    def test_threads(worker_id):
+        seen = {v: os.environ.get(v) for v in %r}
+        with open(os.path.join(os.environ["THREADS_SEEN"], worker_id), "w") as f:
+            json.dump(seen, f)
+''' % (THREAD_VARIABLES,))
+
+
+@pytest.fixture
+def probe(pytester, monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(pytester.path)]))
+    for var in THREAD_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    monkeypatch.setenv("THREADS_SEEN", str(seen))
+    pytester.makepyfile(test_probe=PROBE)
+
+    def run(*args):
+        res = pytester.runpytest_subprocess("-p", "hardware.plugin", "-p", "no:cacheprovider", "--hw", "emu",
+                                            *args, timeout=120)
+        res.assert_outcomes(passed=1)
+        return [json.loads(p.read_text()) for p in seen.iterdir()]
+    return run
+
+
+def test_each_worker_gets_its_share_of_the_cpus(probe):
+    (seen,) = probe("-n", "2")
+    want = str(threads_per_worker(2))
+    assert seen == {v: want for v in THREAD_VARIABLES}
+
+
+def test_a_users_setting_wins(probe, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    (seen,) = probe("-n", "2")
+    assert seen["OMP_NUM_THREADS"] == "3"
+    assert seen["OPENBLAS_NUM_THREADS"] == str(threads_per_worker(2))
+
+
+def test_without_xdist_nothing_is_set(probe):
+    (seen,) = probe("-n", "0")
+    assert seen == {v: None for v in THREAD_VARIABLES}
+
+
+def test_share():
+    assert threads_per_worker(1) >= 1 and threads_per_worker(10 ** 6) == 1
