@@ -90,18 +90,18 @@ def report(r: dict) -> None:
         print(r["tail"])
     ends = [p["last_test"] for p in r["procs"] if p.get("last_test") and p["role"] != "controller"]
     last = max(ends) if ends else None
-    print("   timeline, s after launch: started / configured / collected / first test / last test end; "
+    print("   timeline, s after launch: started / configured / collected / first test / last test end / unconfigured / atexit; "
           "CPU s: at collection finished, at the end, its children (isolation, qemu)")
-    print(f"   {'process':>10} {'timeline':>34} {'CPU: start':>10} {'end':>5} {'kids':>5} {'tests':>6} {'configs':>7} {'lock waits':>14} "
+    print(f"   {'process':>10} {'timeline':>48} {'CPU: start':>10} {'end':>5} {'kids':>5} {'tests':>6} {'configs':>7} {'lock waits':>14} "
           f"{'computed':>8} {'disk hits':>9} {'idle tail':>9}")
     for p in sorted(r["procs"], key=lambda p: p["role"]):
         rel = lambda key: p.get(key) - r["start"] if p.get(key) else float("nan")
-        timeline = " ".join(f"{rel(k):6.1f}" for k in ("start", "configure", "collected", "first_test", "last_test"))
+        timeline = " ".join(f"{rel(k):6.1f}" for k in ("start", "configure", "collected", "first_test", "last_test", "end", "atexit"))
         cpu = p.get("cpu_collected", p["cpu_configure"])
         tail = (last - p["last_test"]) if last and p.get("last_test") else float("nan")
         g = p.get("golden", {})
         tests = p["tests"] if p["role"] != "controller" else 0
-        print(f"   {p['role']:>10} {timeline:>34} {cpu:10.1f} {p['cpu_end']:5.1f} {p.get('cpu_children', 0):5.1f} {tests:6d} {p['configurations']:7d} "
+        print(f"   {p['role']:>10} {timeline:>48} {cpu:10.1f} {p['cpu_end']:5.1f} {p.get('cpu_children', 0):5.1f} {tests:6d} {p['configurations']:7d} "
               f"{p['locks']:5d} {p['lock_wait_s']:6.2f} s {g.get('computed', 0):8d} {g.get('disk_hits', 0):9d} "
               f"{tail:9.1f}")
 

@@ -9,6 +9,7 @@ locks (golden/store.py: a worker waits there while another computes the same gol
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import time
@@ -123,4 +124,9 @@ def pytest_unconfigure(config):
            "tests": _tests["n"], "first_test": _tests["first"], "last_test": _tests["last"],
            "configurations": len(_setups), "lock_wait_s": _lock_wait["s"], "locks": _lock_wait["n"],
            "golden": stats}
-    Path(out, f"{doc['role']}-{os.getpid()}.json").write_text(json.dumps(doc))
+    path = Path(out, f"{doc['role']}-{os.getpid()}.json")
+    path.write_text(json.dumps(doc))
+
+    def at_exit():
+        path.write_text(json.dumps({**doc, "atexit": time.time()}))
+    atexit.register(at_exit)
