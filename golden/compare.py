@@ -304,8 +304,7 @@ class _Clean:
     The Pearson sums are taken about the chunk's own means (y = e - mean e, and d - mean d), so a
     mean far larger than the spread costs no accuracy: each centred sum is within a few float32
     roundings of its value (relative to the sum of |terms|), and the chunks are merged in float64
-    (_Moments). A chunk whose spread is below float32's resolution of its values counts as
-    constant, as float64 sums of float32 values find it.
+    (_Moments). A constant chunk's sums are exact (y and d take one value each, of few bits).
 
     With an error model the statistics' sums are taken here too (_rounding, _accumulation). A
     chunk that fails any condition takes the float64 path. Buffers are reused, so a chunk's
@@ -336,12 +335,10 @@ class _Clean:
         n = d.size
         np.subtract(g, e, out=d)
         np.abs(d, out=ad)
-        i = int(np.argmax(ad))
-        if not np.isfinite(ad.flat[i]):              # an inf or NaN in g or e (argmax finds a NaN first)
-            return None
-        np.less(ad, tol, out=b)
+        np.less(ad, tol, out=b)           # false at an inf or NaN in g, e or tol
         if not b.all():
             return None
+        i = int(np.argmax(ad))
         np.not_equal(d, 0, out=b)
         differ = int(np.count_nonzero(b))
         total = _sum32(ad)
@@ -380,13 +377,6 @@ class _Clean:
         cxy = syy + syd - sx * sy / n
         if not np.isfinite(vx + vy + cxy):
             return None
-        # A spread below float32's resolution of the chunk's sums (its values all equal): 0.
-        if vy <= 1e-5 * syy:
-            vy = 0.0
-        if vx <= 1e-5 * (syy + 2 * abs(syd) + sdd):
-            vx = 0.0
-        if vx == 0.0 or vy == 0.0:
-            cxy = 0.0
         return (n, float(c) + sx / n, float(c) + sy / n, vx, vy, cxy)
 
     # The statistics (see _stat_chunk, the float64 path, for what each sum is). In float32: each
