@@ -1,7 +1,7 @@
 """The IRON GEMM operator with ``partition_N``: configurations, inputs and the reference.
 
 C = A @ B with A (M, K) and B (K, N) in bf16. With partition_N = P the N columns are split into P
-equal parts; part i is columns [i*N/P, (i+1)*N/P). The reference is computed by torch from the
+equal parts; part i is columns [i*N/P, (i+1)*N/P). The reference is computed (numpy's BLAS) from the
 already-rounded bf16 values, in float64 when cheap and float32 otherwise. With bfp16 emulation
 ``expected`` first quantizes A and B to bfp16 the way the device does (blocks of 8 along K,
 mantissas rounded as ``BLOCK_ROUNDING`` says), so only the accumulation order and the output
@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
 import numpy as np
-import torch
 
 from golden import inputs as gen
 from golden import tolerance
@@ -99,7 +98,10 @@ _ROWS_PER_DRAW = 64
 
 
 def _bf16_normal(rng: np.random.Generator, shape, scale: float) -> np.ndarray:
-    return _bf16_draw(rng, shape, lambda g, s: gen.near_normal(g, s, scale))
+    out = np.empty(shape, dtype=np.float32)
+    for rows in _row_chunks(shape[0]):
+        gen.near_normal_bf16(rng, out[rows].shape, scale, out=out[rows])
+    return out
 
 
 def make_inputs(case: Case) -> dict[str, np.ndarray]:
@@ -157,11 +159,14 @@ def _specials(rng, M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     return a, gen.small_integers(rng, (K, N), -2, 2)
 
 
+def _row_chunks(rows: int):
+    return (slice(r, min(r + _ROWS_PER_DRAW, rows)) for r in range(0, rows, _ROWS_PER_DRAW))
+
+
 def _bf16_draw(rng: np.random.Generator, shape, draw) -> np.ndarray:
     out = np.empty(shape, dtype=np.float32)
-    for r in range(0, shape[0], _ROWS_PER_DRAW):
-        rows = min(_ROWS_PER_DRAW, shape[0] - r)
-        out[r:r + rows] = to_bf16(draw(rng, (rows,) + tuple(shape[1:]))).astype(np.float32)
+    for rows in _row_chunks(shape[0]):
+        out[rows] = to_bf16(draw(rng, out[rows].shape)).astype(np.float32)
     return out
 
 
@@ -204,7 +209,7 @@ def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
         a, b = (np.asarray(inputs[n], np.float64) for n in ("A", "B"))
         with np.errstate(invalid="ignore", over="ignore"):
             exact = np.einsum("ik,kj->ij", a, b) if cfg.inputs == "specials" else \
-                (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
+                a @ b
             ref = to_bf16(exact.astype(np.float32)).astype(np.float32)
         return ref, np.zeros(ref.shape, np.float32)
     ref = reference(inputs, cfg, block_rounding)
@@ -215,9 +220,9 @@ def reference(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig] = None,
               block_rounding: Optional[str] = None) -> np.ndarray:
     a, b = device_inputs(inputs, cfg, block_rounding)
     macs = a.shape[0] * a.shape[1] * b.shape[1]
-    dtype = torch.float64 if macs <= _F64_REFERENCE_MACS else torch.float32
-    c = torch.from_numpy(a).to(dtype) @ torch.from_numpy(b).to(dtype)
-    return c.to(torch.float32).numpy()
+    dtype = np.float64 if macs <= _F64_REFERENCE_MACS else np.float32
+    c = a.astype(dtype, copy=False) @ b.astype(dtype, copy=False)
+    return c.astype(np.float32, copy=False)
 
 
 def tolerance_for(inputs: dict[str, np.ndarray], ref: np.ndarray, cfg: GemmConfig,
