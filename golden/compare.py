@@ -301,10 +301,10 @@ class _Clean:
     blocks (_sum32); the greatest absolute and relative differences are ranked in float32 (an
     index within one rounding of the largest may be named) and their values recomputed in float64.
 
-    The Pearson sums are taken about the chunk's own means (y = e - mean e, and d - mean d), so a
-    mean far larger than the spread costs no accuracy: each centred sum is within a few float32
-    roundings of its value (relative to the sum of |terms|), and the chunks are merged in float64
-    (_Moments). A constant chunk's sums are exact (y and d take one value each, of few bits).
+    The Pearson sums are taken about the mean of the reference so far (y = e - c, see _moments),
+    so a mean far larger than the spread costs no accuracy: each sum is within gamma_63 of its
+    sum of |terms| (_sum32), and the chunks are merged in float64 (_Moments). A constant chunk's
+    sums are exact (y and d take one value each, of few bits).
 
     With an error model the statistics' sums are taken here too (_rounding, _accumulation). A
     chunk that fails any condition takes the float64 path. Buffers are reused, so a chunk's
@@ -380,18 +380,18 @@ class _Clean:
             return None
         return (n, float(c) + sx / n, float(c) + sy / n, vx, vy, cxy)
 
-    # The statistics (see _stat_chunk, the float64 path, for what each sum is). In float32: each
-    # per-element quantity (z, sigma/w, tol/w) is within a few roundings (4 * 2**-24 relative),
-    # since the chunk's allowance is at least 2**-100 (so no intermediate is subnormal to within
-    # 2**-47 of the unit w) and every sum errs by at most gamma_63 of its sum of |terms| (_sum32).
-    # Each threshold outweighs that: the bias sums move by at most 4e-6 * sum|z| <= 4e-6 *
-    # sqrt(n W), against a threshold of at least sqrt(2 L V) = 6.2 sqrt(V), with W ~ V for a
-    # correct device: 6.5e-7 sqrt(n) of the threshold (0.5% at n = 6.6e7 in the worst case; the
-    # roundings are not all of one sign: typically 1e-5 of that). The spread's W and E move by
-    # 4e-6 relative, its margin (E + t) / E - 1 >= sqrt(2 L B / E) is 1e-3 or more up to n = 1e9.
-
-    def _tiny(self, tol) -> bool:
-        return not (tol.min() >= _TINY)
+    # The statistics (see _stat_chunk, the float64 path, for what each sum is) in float32: each
+    # per-element quantity (z, sigma / w, tol / w) is within 4 roundings (2.4e-7 relative): the
+    # units are exact powers of 2 times float32 values, and an allowance of at least 2**-100 keeps
+    # every intermediate that may underflow below 2**-47 of the unit. Each sum errs by at most
+    # gamma_63 = 3.8e-6 of its sum of |terms| (_sum32). Against the thresholds of golden/tolerance.py:
+    # the bias sums move by at most 4e-6 sum|z| <= 4e-6 sqrt(n W), the threshold is at least
+    # sqrt(2 L V) = 6.2 sqrt(V), and W ~ V for a correct device: 6.5e-7 sqrt(n) of the threshold.
+    # The spread's W and E move by 4e-6 of themselves, its margin t / E is at least
+    # sqrt(2 L sum B_i E_i) / E >= 6 / sqrt(n) (B_i >~ E_i, Cauchy-Schwarz): again 6.5e-7 sqrt(n)
+    # of it. That is 0.5% at n = 6.6e7 (2048 x 32064) if every rounding had one sign; they do
+    # not, and the difference measured against the float64 path is below 1e-6 of each threshold
+    # (tests/selftest/test_census_fast.py).
 
     def _rounding(self, d, e, zeros, ae, tol):
         """In units scaled by powers of 2 (exact): with X = 2**floor(log2|e|) (the exponent bits;
@@ -445,7 +445,7 @@ class _Clean:
         """w = sigma = tol / sqrt(k): z = sqrt(k) d / tol, sd = 1, mu / w = MEAN_RESOLUTION,
         (tol + mu) / w = sqrt(k) + MEAN_RESOLUTION, B = k."""
         m = self.model
-        if self._tiny(tol) or not np.isfinite(tol.max()):
+        if not (tol.min() >= _TINY and np.isfinite(tol.max())):
             return None
         k = d.shape[0]
         z = self.z[:k]
