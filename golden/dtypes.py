@@ -24,12 +24,27 @@ FORMATS = {"bf16": (8, -126, 2.0 ** -8), "f16": (11, -14, 2.0 ** -11), "f32": (2
 
 
 def ulp(x, fmt: str) -> np.ndarray:
-    """Spacing of format ``fmt`` at |x| (the subnormal spacing below the normal range), float64."""
+    """Spacing of format ``fmt`` at |x| (the subnormal spacing below the normal range), float64.
+
+    Read from the exponent bits (no float64 frexp/ldexp): 2**(max(floor(log2|x|), emin) - (p - 1)).
+    Zeros and subnormals get the subnormal spacing; inf counts as exponent -1 and NaN as emin,
+    the values this function has always given them."""
     p, emin, _ = FORMATS[fmt]
-    x = np.abs(np.asarray(x, np.float64))
-    _, e = np.frexp(np.where(np.isfinite(x), x, 0.0))       # x = m * 2**e, m in [0.5, 1)
-    e = np.where(x > 0, e - 1, emin)
-    return np.ldexp(1.0, np.maximum(e, emin) - (p - 1))
+    x = np.asarray(x)
+    if x.dtype != np.float32 and x.dtype != np.float64:
+        x = x.astype(np.float32 if x.dtype in (bfloat16, np.float16) else np.float64)   # exact widening
+    ibits, mbits, bias = (np.int32, 23, 127) if x.dtype == np.float32 else (np.int64, 52, 1023)
+    shape = x.shape
+    bits = x.reshape(-1).view(ibits)
+    top = (1 << (8 * x.itemsize - 1 - mbits)) - 1            # the biased exponent of inf and NaN
+    biased = (bits >> mbits) & top
+    e = (biased - bias).astype(np.int64)                      # floor(log2|x|) for a normal x
+    special = biased == top
+    if special.any():
+        e[special] = np.where((bits[special] & ((1 << mbits) - 1)) == 0, -1, emin)
+    e = np.maximum(e, emin) - (p - 1) + 1023
+    out = (e << 52).view(np.float64).reshape(shape)
+    return out[()] if out.ndim == 0 else out
 
 
 def to_bf16(x) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The IRON GEMM operator with ``partition_N``: configurations, inputs and the reference.
 
 C = A @ B with A (M, K) and B (K, N) in bf16. With partition_N = P the N columns are split into P
-equal parts; part i is columns [i*N/P, (i+1)*N/P). The reference is computed by torch from the
+equal parts; part i is columns [i*N/P, (i+1)*N/P). The reference is computed (numpy's BLAS) from the
 already-rounded bf16 values, in float64 when cheap and float32 otherwise. With bfp16 emulation
 ``expected`` first quantizes A and B to bfp16 the way the device does (blocks of 8 along K,
 mantissas rounded as ``BLOCK_ROUNDING`` says), so only the accumulation order and the output
@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
 import numpy as np
-import torch
 
 from golden import inputs as gen
 from golden import tolerance
@@ -214,7 +213,7 @@ def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
         a, b = (np.asarray(inputs[n], np.float64) for n in ("A", "B"))
         with np.errstate(invalid="ignore", over="ignore"):
             exact = np.einsum("ik,kj->ij", a, b) if cfg.inputs == "specials" else \
-                (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
+                a @ b
             ref = to_bf16(exact.astype(np.float32)).astype(np.float32)
         return ref, np.zeros(ref.shape, np.float32)
     if _quantizes(cfg, block_rounding):
@@ -228,9 +227,9 @@ def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b by torch: in float64 when cheap, else float32 (at the machine's GEMM rate)."""
     macs = a.shape[0] * a.shape[1] * b.shape[1]
-    dtype = torch.float64 if macs <= _F64_REFERENCE_MACS else torch.float32
-    c = torch.from_numpy(a).to(dtype) @ torch.from_numpy(b).to(dtype)
-    return c.to(torch.float32).numpy()
+    dtype = np.float64 if macs <= _F64_REFERENCE_MACS else np.float32
+    c = a.astype(dtype, copy=False) @ b.astype(dtype, copy=False)
+    return c.astype(np.float32, copy=False)
 
 
 def reference(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig] = None,

@@ -104,9 +104,10 @@ class ErrorModel:
         tol = np.asarray(tol, np.float64)
         if self.kind == "rounding":
             u_out = FORMATS[self.dtype][2]
-            w = np.maximum(ulp(ref, self.dtype), tol / 4)
+            spacing = ulp(ref, self.dtype)
+            w = np.maximum(spacing, tol / 4)
             rest = np.maximum(tol - u_out * np.abs(ref), 0.0) / (1.0 + u_out)
-            sigma = ulp(ref, self.dtype) / 2 + rest / math.sqrt(self.k)
+            sigma = spacing / 2 + rest / math.sqrt(self.k)
         else:
             lib = np.zeros_like(tol) if lib is None else np.asarray(lib, np.float64)
             sigma = np.maximum(tol - lib, 0.0) / math.sqrt(self.k)
