@@ -7,13 +7,12 @@ call (log, cos) takes part, so no platform's libm can change a bit.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping
 
 import numpy as np
 
+from golden import bulk
 from golden.dtypes import to_bf16
 
 
@@ -98,10 +97,6 @@ def _near_normal_f64(total: np.ndarray, scale: float) -> np.ndarray:
     return x
 
 
-def _threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def _near_normal_into(gen: np.random.Generator, out: np.ndarray, scale: float, finish) -> None:
     """``out`` (flat) = finish(near_normal draws), leaving ``gen`` as ``near_normal`` would."""
     n = out.size
@@ -121,17 +116,15 @@ def _near_normal_into(gen: np.random.Generator, out: np.ndarray, scale: float, f
         bitgen.state = state
         return bitgen.advance(output)
 
-    def piece(lo: int, hi: int) -> None:
-        streams = [at((j * n + lo) // 2) for j in range(_IRWIN_HALL_N)]
-        for b0 in range(lo, hi, _BLOCK):
-            b1 = min(b0 + _BLOCK, hi)
-            total = _lane_sum([s.random_raw((b1 - b0) // 2) for s in streams])
-            out[b0:b1] = finish(_near_normal_f64(total, scale))
+    def piece(lo: int, hi: int) -> None:                  # in pairs of elements: one output per uniform
+        streams = [at(j * n // 2 + lo) for j in range(_IRWIN_HALL_N)]
+        for p0 in range(lo, hi, _BLOCK // 2):
+            p1 = min(p0 + _BLOCK // 2, hi)
+            total = _lane_sum([s.random_raw(p1 - p0) for s in streams])
+            out[2 * p0:2 * p1] = finish(_near_normal_f64(total, scale))
 
-    parts = 4 * _threads()
-    edges = [2 * ((n // 2) * i // parts) for i in range(parts + 1)]
-    with ThreadPoolExecutor(_threads()) as pool:
-        list(pool.map(piece, edges[:-1], edges[1:]))
+    pairs = n // 2
+    bulk.run(piece, pairs, -(-pairs // (4 * bulk.count())))
     outputs = _IRWIN_HALL_N * n // 2
     last = at(outputs - 1).random_raw(1).astype("<u8").view("<u4")
     state["state"] = at(outputs).state["state"]
