@@ -2,7 +2,11 @@
 """Where the default run's time goes, and the ratios of issue 17, from one invocation.
 
     python benchmarks/bench_default_run.py [--no-parallel] [pytest args...]
+    python benchmarks/bench_default_run.py --warm-only [pytest args...]
     (default pytest args: tests --ignore=tests/selftest)
+
+``--warm-only``: one run with the usual golden store (warm if an earlier run filled it), no cold
+run, no ``-n 2`` run, no census: the harness breakdown alone (about a minute on an idle machine).
 
 Prints, each as a ratio:
 - harness share of a warm run: everything but golden (inputs, references, tolerances), the
@@ -13,6 +17,11 @@ Prints, each as a ratio:
 - census vs numpy: ``golden.census`` against a plain numpy tolerance pass
   (``count_nonzero(abs(got - expected) > tol)``) on a 2048 x 32064 float32 output, CPU time;
 - ``-n 2`` vs ``-n 0``: wall time of the warm run over the same run under pytest-xdist.
+
+The harness is broken down by phase: start (configuration, plugins, session start), collection,
+the items (per item: pytest's protocol and the plugin's hooks, net of golden, backend, compare,
+isolation and hashing inside them) and the session's end (results, reports, pytest's clean-up);
+isolation and hashing per isolated run.
 
 Each run is a child process (``--child``) with timers around the functions of each category;
 a call is charged to the outermost category only. The golden store of the runs is a fresh
@@ -31,6 +40,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -138,15 +149,61 @@ def _instrument():
     pool.Isolation._answer = _answer
 
 
+class _Phases:
+    """pytest plugin: when collection, the items and the session's end begin, and how much of
+    each category was spent before the items and after them."""
+
+    def __init__(self):
+        self.at: dict = {}
+        self.cpu: dict = {}      # this process's CPU time at each mark (a loaded machine's wall time lies)
+        self.items = 0
+
+    def _mark(self, name: str) -> None:
+        self.at[name] = (time.perf_counter(), dict(spent))
+        self.cpu[name] = time.process_time()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection(self):
+        self._mark("collection")
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session):
+        self._mark("items")
+        self.items = len(session.items)
+        try:
+            return (yield)
+        finally:
+            self._mark("end")
+
+
+def _phase_times(phases: _Phases, start: float, total: float) -> dict:
+    """Seconds of harness per phase: wall time of the phase less the categories spent in it."""
+    marks = [("start", start, {k: 0.0 for k in spent})]
+    marks += [(name, *phases.at[name]) for name in ("collection", "items", "end") if name in phases.at]
+    marks.append(("", start + total, dict(spent)))
+    out = {}
+    for (name, t, before), (_, t_next, after) in zip(marks, marks[1:]):
+        worked = sum(after[k] - before[k] for k in ("golden", "backend", "compare", "isolation", "hashing"))
+        out[name] = (t_next - t) - worked
+    return out
+
+
 def child(out: str, args: list[str]) -> int:
-    import pytest
     _instrument()
-    start = time.perf_counter()
-    code = pytest.main(["-q", "-p", "no:cacheprovider", "--report-dir", str(Path(out).parent / "reports"), *args])
+    phases = _Phases()
+    start, cpu_start = time.perf_counter(), time.process_time()
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "--report-dir", str(Path(out).parent / "reports"), *args],
+                       plugins=[phases])
     total = time.perf_counter() - start
+    cpu_marks = [cpu_start, *(phases.cpu[n] for n in ("collection", "items", "end") if n in phases.cpu),
+                 time.process_time()]
+    cpu = dict(zip(["start", "collection", "items", "end"], (b - a for a, b in zip(cpu_marks, cpu_marks[1:]))))
     from golden import store
     Path(out).write_text(json.dumps({"total": total, "exit": int(code), "spent": spent,
-                                     "golden_by_family": golden_by_family, "store": store.stats}))
+                                     "golden_by_family": golden_by_family, "store": store.stats,
+                                     "phases": _phase_times(phases, start, total), "cpu": cpu, "items": phases.items,
+                                     "runs": len(_worker_run_s)}))
     return 0
 
 
@@ -174,6 +231,19 @@ def _shares(d: dict) -> str:
     lines = [f"  {n:<8} {t:8.2f} s  {100 * t / total:5.1f} %" for n, t in parts]
     lines.append(f"    of harness: isolation {s['isolation']:.2f} s, input hashing {s['hashing']:.2f} s, "
                  f"pytest and plugin {harness - s['isolation'] - s['hashing']:.2f} s")
+    ph, items, runs = d.get("phases") or {}, d.get("items") or 0, d.get("runs") or 0
+    if ph:
+        lines.append(f"    pytest and plugin by phase: start {ph.get('start', 0):.2f} s, collection "
+                     f"{ph.get('collection', 0):.2f} s, items {ph.get('items', 0):.2f} s "
+                     f"({1000 * ph.get('items', 0) / max(items, 1):.2f} ms per item, {items} items), "
+                     f"session end {ph.get('end', 0):.2f} s")
+        cpu = d.get("cpu") or {}
+        lines.append(f"    CPU time of the pytest process by phase (all categories): start {cpu.get('start', 0):.2f} s, "
+                     f"collection {cpu.get('collection', 0):.2f} s, items {cpu.get('items', 0):.2f} s, "
+                     f"session end {cpu.get('end', 0):.2f} s")
+    if runs:
+        lines.append(f"    per isolated run ({runs} runs): isolation {1000 * s['isolation'] / runs:.2f} ms, "
+                     f"input hashing {1000 * s['hashing'] / runs:.2f} ms")
     return "\n".join(lines)
 
 
@@ -197,8 +267,22 @@ def census_vs_numpy(rows: int = 2048, cols: int = 32064, repeat: int = 3) -> tup
     return full, plain
 
 
+def warm_only(args: list[str]) -> int:
+    """One run with the usual golden store: the harness breakdown alone."""
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-warm-") as tmp:
+        warm = _run_child(Path(tmp), "warm", args, {**os.environ, "PYTHONPATH": str(ROOT)})
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    harness = warm["total"] - sum(warm["spent"][k] for k in ("golden", "backend", "compare"))
+    print(f"\nwarm run ({warm['total']:.1f} s in pytest, {warm['wall']:.1f} s wall):\n{_shares(warm)}")
+    print(f"  harness share of the warm run:  {harness / warm['total']:.3f}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parallel = "--no-parallel" not in argv
+    if "--warm-only" in argv:
+        return warm_only([a for a in argv if a != "--warm-only"] or ["tests", "--ignore=tests/selftest"])
     args = [a for a in argv if a != "--no-parallel"] or ["tests", "--ignore=tests/selftest"]
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     full, plain = census_vs_numpy()
