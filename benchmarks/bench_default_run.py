@@ -47,6 +47,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 spent = {"golden": 0.0, "backend": 0.0, "compare": 0.0, "isolation": 0.0, "hashing": 0.0}
+# The same categories in this process's CPU time: on a loaded machine wall time is mostly waiting
+# for a core, so the harness's own cost shows best as CPU ("run" is run_case's pytest-side CPU:
+# isolation's share of it, since the backend works in the worker).
+spent_cpu = {"golden": 0.0, "compare": 0.0, "hashing": 0.0, "run": 0.0}
 golden_by_family: dict = {}
 _active: list[str] = []
 _worker_run_s: list = []
@@ -58,11 +62,12 @@ def _timed(category, fn):
         if _active:
             return fn(*args, **kwargs)
         _active.append(category)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return fn(*args, **kwargs)
         finally:
             spent[category] += time.perf_counter() - start
+            spent_cpu[category] += time.process_time() - cpu
             _active.pop()
     return wrapper
 
@@ -72,7 +77,7 @@ def _timed_store(fn):
     def cached(kind, case, compute):
         if _active:
             return fn(kind, case, compute)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         _active.append("golden")
         try:
             return fn(kind, case, compute)
@@ -80,6 +85,7 @@ def _timed_store(fn):
             _active.pop()
             t = time.perf_counter() - start
             spent["golden"] += t
+            spent_cpu["golden"] += time.process_time() - cpu
             golden_by_family[case.op] = golden_by_family.get(case.op, 0.0) + t
     return cached
 
@@ -88,11 +94,12 @@ def _always(category, fn):
     """Timed even inside another category (input hashing happens inside run_case)."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return fn(*args, **kwargs)
         finally:
             spent[category] += time.perf_counter() - start
+            spent_cpu[category] += time.process_time() - cpu
     return wrapper
 
 
@@ -104,12 +111,13 @@ def _timed_run_case(fn):
             return fn(*args, **kwargs)
         _active.append("run")
         before = len(_worker_run_s)
-        hashing = spent["hashing"]
-        start = time.perf_counter()
+        hashing, hashing_cpu = spent["hashing"], spent_cpu["hashing"]
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return fn(*args, **kwargs)
         finally:
             total = time.perf_counter() - start - (spent["hashing"] - hashing)
+            spent_cpu["run"] += time.process_time() - cpu - (spent_cpu["hashing"] - hashing_cpu)
             worker = sum(_worker_run_s[before:]) if len(_worker_run_s) > before else None
             backend = total if worker is None else min(worker, total)   # --isolation none: all backend
             spent["backend"] += backend
@@ -202,7 +210,8 @@ def child(out: str, args: list[str]) -> int:
     from golden import store
     Path(out).write_text(json.dumps({"total": total, "exit": int(code), "spent": spent,
                                      "golden_by_family": golden_by_family, "store": store.stats,
-                                     "phases": _phase_times(phases, start, total), "cpu": cpu, "items": phases.items,
+                                     "phases": _phase_times(phases, start, total), "cpu": cpu,
+                                     "spent_cpu": spent_cpu, "items": phases.items,
                                      "runs": len(_worker_run_s)}))
     return 0
 
@@ -237,9 +246,15 @@ def _shares(d: dict) -> str:
                      f"{ph.get('collection', 0):.2f} s, items {ph.get('items', 0):.2f} s "
                      f"({1000 * ph.get('items', 0) / max(items, 1):.2f} ms per item, {items} items), "
                      f"session end {ph.get('end', 0):.2f} s")
-        cpu = d.get("cpu") or {}
-        lines.append(f"    CPU time of the pytest process by phase (all categories): start {cpu.get('start', 0):.2f} s, "
-                     f"collection {cpu.get('collection', 0):.2f} s, items {cpu.get('items', 0):.2f} s, "
+    cpu, sc = d.get("cpu") or {}, d.get("spent_cpu") or {}
+    if cpu and sc:
+        # Golden, compare and hashing run during the items; what is left of the items' CPU is pytest,
+        # the plugin and the pytest side of isolation (the backend works in the worker).
+        own = cpu.get("items", 0) - sc["golden"] - sc["compare"] - sc["hashing"]
+        lines.append(f"    CPU of the pytest process: golden {sc['golden']:.2f} s, compare {sc['compare']:.2f} s, "
+                     f"hashing {sc['hashing']:.2f} s; harness: start {cpu.get('start', 0):.2f} s, collection "
+                     f"{cpu.get('collection', 0):.2f} s, items {own:.2f} s ({1000 * own / max(items, 1):.2f} ms per "
+                     f"item, of which isolation {1000 * sc['run'] / max(runs, 1):.2f} ms per run), "
                      f"session end {cpu.get('end', 0):.2f} s")
     if runs:
         lines.append(f"    per isolated run ({runs} runs): isolation {1000 * s['isolation'] / runs:.2f} ms, "
