@@ -263,23 +263,13 @@ def _shares(d: dict) -> str:
 
 
 def census_vs_numpy(rows: int = 2048, cols: int = 32064, repeat: int = 3) -> tuple[float, float]:
-    import numpy as np
-    from golden import census
-    rng = np.random.default_rng(0)
-    expected = rng.standard_normal((rows, cols), dtype=np.float32)
-    got = (expected + rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(1e-3)).astype(np.float32)
-    tol = np.full((rows, cols), 1e-2, np.float32)
-
-    def best(fn):
-        times = []
-        for _ in range(repeat):
-            t = time.process_time()
-            fn()
-            times.append(time.process_time() - t)
-        return min(times)
-    plain = best(lambda: int(np.count_nonzero(np.abs(got - expected) > tol)))
-    full = best(lambda: census(got, expected, tol=tol))
-    return full, plain
+    """Prints census / numpy with a plain float32 allowance and with a GEMM error model (the
+    statistics on), from one run (benchmarks/bench_census.py); returns (plain census, numpy) CPU s."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_census
+    t = bench_census.measure(rows, cols, repeat)
+    print(bench_census.report(t, rows, cols), flush=True)
+    return t["plain"], t["numpy"]
 
 
 def warm_only(args: list[str]) -> int:

@@ -1,7 +1,7 @@
 """The IRON GEMM operator with ``partition_N``: configurations, inputs and the reference.
 
 C = A @ B with A (M, K) and B (K, N) in bf16. With partition_N = P the N columns are split into P
-equal parts; part i is columns [i*N/P, (i+1)*N/P). The reference is computed by torch from the
+equal parts; part i is columns [i*N/P, (i+1)*N/P). The reference is computed (numpy's BLAS) from the
 already-rounded bf16 values, in float64 when cheap and float32 otherwise. With bfp16 emulation
 ``expected`` first quantizes A and B to bfp16 the way the device does (blocks of 8 along K,
 mantissas rounded as ``BLOCK_ROUNDING`` says), so only the accumulation order and the output
@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
 import numpy as np
-import torch
 
 from golden import inputs as gen
 from golden import tolerance
 from golden.case import Case
-from golden.dtypes import BFP16_BLOCK, quantize_bfp16, to_bf16
+from golden import bulk
+from golden.dtypes import BFP16_BLOCK, Bfp16, to_bf16, to_bfp16
 
 OP = "gemm_partition_n"
 MIN_CORR = 0.99     # seed 000's per-partition check
@@ -99,7 +99,10 @@ _ROWS_PER_DRAW = 64
 
 
 def _bf16_normal(rng: np.random.Generator, shape, scale: float) -> np.ndarray:
-    return _bf16_draw(rng, shape, lambda g, s: gen.near_normal(g, s, scale))
+    out = bulk.empty(shape)
+    for rows in _row_chunks(shape[0]):
+        gen.near_normal_bf16(rng, out[rows].shape, scale, out=out[rows])
+    return out
 
 
 def make_inputs(case: Case) -> dict[str, np.ndarray]:
@@ -157,11 +160,14 @@ def _specials(rng, M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     return a, gen.small_integers(rng, (K, N), -2, 2)
 
 
+def _row_chunks(rows: int):
+    return (slice(r, min(r + _ROWS_PER_DRAW, rows)) for r in range(0, rows, _ROWS_PER_DRAW))
+
+
 def _bf16_draw(rng: np.random.Generator, shape, draw) -> np.ndarray:
     out = np.empty(shape, dtype=np.float32)
-    for r in range(0, shape[0], _ROWS_PER_DRAW):
-        rows = min(_ROWS_PER_DRAW, shape[0] - r)
-        out[r:r + rows] = to_bf16(draw(rng, (rows,) + tuple(shape[1:]))).astype(np.float32)
+    for rows in _row_chunks(shape[0]):
+        out[rows] = to_bf16(draw(rng, out[rows].shape)).astype(np.float32)
     return out
 
 
@@ -176,25 +182,28 @@ def standalone_inputs(inputs: dict[str, np.ndarray], cfg: GemmConfig, part: int)
 # aie_kernels mm.cc ``set_rounding(round_mode)``). ``None``: the rounding is not known, so the
 # reference stays unquantized and the quantization error is allowed for as noise (wide).
 BLOCK_ROUNDING = "nearest-even"
-_QUANTIZE_COLUMNS = 8192            # B is quantized in column slices to bound peak memory
 
 
-def device_inputs(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig],
-                  block_rounding: Optional[str]) -> tuple[np.ndarray, np.ndarray]:
-    """A and B as the device multiplies them: bfp16-quantized along K when the config emulates
-    bfp16 and the block rounding is given, else the bf16 inputs themselves."""
-    a, b = inputs["A"], inputs["B"]
-    if cfg is None or not cfg.emulate_bfp16 or block_rounding is None:
-        return a, b
-    bq = np.empty_like(b)
-    for c0 in range(0, b.shape[1], _QUANTIZE_COLUMNS):
-        bq[:, c0:c0 + _QUANTIZE_COLUMNS] = quantize_bfp16(b[:, c0:c0 + _QUANTIZE_COLUMNS], 0, block_rounding)
-    return quantize_bfp16(a, 1, block_rounding), bq
+def _quantizes(cfg: Optional[GemmConfig], block_rounding: Optional[str]) -> bool:
+    return cfg is not None and cfg.emulate_bfp16 and block_rounding is not None
+
+
+def quantized_operands(inputs: dict[str, np.ndarray], block_rounding: str) -> tuple[Bfp16, Bfp16]:
+    """A and B quantized to bfp16 along K, with their block maxima (B's values in torch's memory)."""
+    b = inputs["B"]
+    return to_bfp16(inputs["A"], 1, block_rounding), to_bfp16(b, 0, block_rounding, out=bulk.empty(b.shape))
+
+
+def quantized_tolerance(qa: Bfp16, qb: Bfp16, ref: np.ndarray) -> tolerance.ErrorModel:
+    """The error model of ref = qa @ qb. ``qb``'s values are needed no more: the allowance takes
+    their memory where it fits exactly (M = K, as in the vocab projection): no fresh pages."""
+    spare = qb.values if qb.values.shape == ref.shape else None
+    return tolerance.gemm_bfp16_quantized(qa.absmax, qb.absmax, ref, qa.values.shape[1], out=spare)
 
 
 def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
              block_rounding: Optional[str] = BLOCK_ROUNDING) -> tuple[np.ndarray, tolerance.ErrorModel]:
-    """The reference and its error model, with the device's bfp16 quantization applied.
+    """The reference and its error model, with the device's bfp16 quantization applied (once).
 
     Bit-exact input classes (golden/inputs.py): every product and partial sum is exact in f32
     (and bfp16 holds the inputs exactly), so the device's C is the exact C rounded once to bf16
@@ -204,27 +213,40 @@ def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
         a, b = (np.asarray(inputs[n], np.float64) for n in ("A", "B"))
         with np.errstate(invalid="ignore", over="ignore"):
             exact = np.einsum("ik,kj->ij", a, b) if cfg.inputs == "specials" else \
-                (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
+                a @ b
             ref = to_bf16(exact.astype(np.float32)).astype(np.float32)
         return ref, np.zeros(ref.shape, np.float32)
-    ref = reference(inputs, cfg, block_rounding)
-    return ref, tolerance_for(inputs, ref, cfg, block_rounding)
+    if _quantizes(cfg, block_rounding):
+        qa, qb = quantized_operands(inputs, block_rounding)
+        ref = matmul(qa.values, qb.values)
+        return ref, quantized_tolerance(qa, qb, ref)
+    ref = matmul(inputs["A"], inputs["B"])
+    return ref, tolerance.gemm_bfp16(inputs["A"], inputs["B"], ref, bfp16=cfg.emulate_bfp16)
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b by torch: in float64 when cheap, else float32 (at the machine's GEMM rate)."""
+    macs = a.shape[0] * a.shape[1] * b.shape[1]
+    dtype = np.float64 if macs <= _F64_REFERENCE_MACS else np.float32
+    c = a.astype(dtype, copy=False) @ b.astype(dtype, copy=False)
+    return c.astype(np.float32, copy=False)
 
 
 def reference(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig] = None,
               block_rounding: Optional[str] = None) -> np.ndarray:
-    a, b = device_inputs(inputs, cfg, block_rounding)
-    macs = a.shape[0] * a.shape[1] * b.shape[1]
-    dtype = torch.float64 if macs <= _F64_REFERENCE_MACS else torch.float32
-    c = torch.from_numpy(a).to(dtype) @ torch.from_numpy(b).to(dtype)
-    return c.to(torch.float32).numpy()
+    if _quantizes(cfg, block_rounding):
+        qa, qb = quantized_operands(inputs, block_rounding)
+        return matmul(qa.values, qb.values)
+    return matmul(inputs["A"], inputs["B"])
 
 
 def tolerance_for(inputs: dict[str, np.ndarray], ref: np.ndarray, cfg: GemmConfig,
                   block_rounding: Optional[str] = None) -> tolerance.ErrorModel:
     """The error model of a reference made with the same ``block_rounding`` (None: unquantized)."""
-    a, b = device_inputs(inputs, cfg, block_rounding)
-    return tolerance.gemm_bfp16(a, b, ref, bfp16=cfg.emulate_bfp16, quantized=block_rounding is not None)
+    if _quantizes(cfg, block_rounding):
+        qa, qb = quantized_operands(inputs, block_rounding)
+        return tolerance.gemm_bfp16_quantized(qa.absmax, qb.absmax, ref, cfg.K)
+    return tolerance.gemm_bfp16(inputs["A"], inputs["B"], ref, bfp16=cfg.emulate_bfp16)
 
 
 def partition(x: np.ndarray, cfg: GemmConfig, part: int) -> np.ndarray:

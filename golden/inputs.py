@@ -7,25 +7,147 @@ call (log, cos) takes part, so no platform's libm can change a bit.
 from __future__ import annotations
 
 import hashlib
+import sys
 from typing import Mapping
 
 import numpy as np
+
+from golden import bulk
+from golden.dtypes import to_bf16
 
 
 def rng(seed: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(seed))
 
 
+# numpy's Generator.integers(0, 2**24) is, per value, one 32-bit word of the bit generator shifted
+# right by 8: it takes Lemire's bounded path for a range in 32 bits (numpy v2.4.6,
+# numpy/random/src/distributions/distributions.c random_bounded_uint64_fill, line 1538), whose
+# rejection threshold (2**32 - 2**24) % 2**24 is 0 and whose result is (word * 2**24) >> 32
+# (buffered_bounded_lemire_uint32, lines 1305-1340). PCG64 hands out a 64-bit output as its low
+# word, then its high word, keeping the high word pending in its state (numpy/random/src/pcg64/
+# pcg64.h pcg64_next32, lines 386-396); random_raw returns whole 64-bit outputs and leaves the
+# pending word alone (numpy/random/_common.pyx random_raw). So the words come from random_raw in
+# bulk, with the pending word handled here: the same bytes as gen.integers, several times faster.
+_WORD_SHIFT = 8
+_LANE_MASK = np.uint64(0x00FFFFFF00FFFFFF)      # two 24-bit values, one per 32-bit half
+
+
+def _words(gen: np.random.Generator, count: int) -> np.ndarray:
+    """The next ``count`` 32-bit words of ``gen`` (uint32), as ``count`` next_uint32 calls take
+    them, leaving the state as those calls would: a high word pending, or the last one consumed
+    still in ``uinteger`` (pcg64_next32 clears only ``has_uint32``)."""
+    bitgen = gen.bit_generator
+    state = bitgen.state
+    if state["bit_generator"] != "PCG64":
+        raise TypeError(f"the word stream follows PCG64's next_uint32, not {state['bit_generator']}'s")
+    if count <= 0:
+        return np.empty(0, np.uint32)
+    pending = state["has_uint32"]
+    outputs = (count - pending + 1) // 2                # fresh 64-bit outputs, low word first
+    out = np.empty(pending + 2 * outputs, np.uint32)
+    if pending:
+        out[0] = state["uinteger"]
+    if outputs:
+        out[pending:] = bitgen.random_raw(outputs).astype("<u8", copy=False).view("<u4")
+        state = bitgen.state
+        state["uinteger"] = int(out[-1])
+    state["has_uint32"] = (count - pending) & 1
+    bitgen.state = state
+    return out[:count]
+
+
 def uniform(gen: np.random.Generator, shape, low=-1.0, high=1.0) -> np.ndarray:
     """Uniform in [low, high) on a 2**-24 grid, as float64."""
-    ints = gen.integers(0, 1 << 24, size=shape, dtype=np.int64)
+    ints = (_words(gen, int(np.prod(shape, dtype=np.int64))) >> _WORD_SHIFT).reshape(shape)
     return low + (high - low) * (ints.astype(np.float64) * 2.0 ** -24)
 
 
+_IRWIN_HALL_N = 4
+_NEAR_NORMAL_GAIN = np.sqrt(3.0) / 2.0 * 2.0 ** -23   # var(U(-1,1)) = 1/3, 4 of them 4/3; ints * 2**-23
+# Large draws are split into pieces, one bit generator per uniform and piece, advanced to its first
+# word (PCG64 makes one step per 64-bit output: numpy/random/src/pcg64/pcg64.h
+# pcg_setseq_128_xsl_rr_64_random_r, line 321), and the pieces run on threads (numpy and
+# random_raw release the GIL) in blocks that stay in cache.
+_PARALLEL_MIN = 1 << 20
+_BLOCK = 1 << 16
+
+
+def _lane_sum(uniforms) -> np.ndarray:
+    """Sum of the 24-bit values of equally long word arrays, given as uint64 (two words each, low
+    word first): one sum per 32-bit lane (four values < 2**26: no carry), as int32 minus 2**25,
+    the near-normal draw in units of 2**-23."""
+    total = np.zeros(len(uniforms[0]), np.uint64)
+    lane = np.empty_like(total)
+    for words in uniforms:
+        np.right_shift(words, np.uint64(_WORD_SHIFT), out=lane)
+        lane &= _LANE_MASK
+        total += lane
+    out = total.view("<i4")
+    out -= _IRWIN_HALL_N << 23                          # each uniform is int * 2**-23 - 1
+    return out
+
+
+def _near_normal_f64(total: np.ndarray, scale: float) -> np.ndarray:
+    # (sum of the uniforms) * sqrt(3)/2 * scale, the uniforms' sum exactly total * 2**-23: scaling
+    # by 2**-23 commutes with rounding, so one product rounds as the two did
+    x = np.multiply(total, _NEAR_NORMAL_GAIN, dtype=np.float64)
+    if scale != 1.0:
+        x *= scale
+    return x
+
+
+def _near_normal_into(gen: np.random.Generator, out: np.ndarray, scale: float, finish) -> None:
+    """``out`` (flat) = finish(near_normal draws), leaving ``gen`` as ``near_normal`` would."""
+    n = out.size
+    state = gen.bit_generator.state
+    if n < _PARALLEL_MIN or n % 2 or state["has_uint32"] or sys.byteorder != "little" or state["bit_generator"] != "PCG64":
+        words = _words(gen, _IRWIN_HALL_N * n)
+        if n % 2 or sys.byteorder != "little":
+            total = sum((words[j * n:(j + 1) * n] >> _WORD_SHIFT).astype(np.int32) for j in range(_IRWIN_HALL_N))
+            total -= _IRWIN_HALL_N << 23
+        else:
+            total = _lane_sum(words.view(np.uint64).reshape(_IRWIN_HALL_N, n // 2))
+        out[:] = finish(_near_normal_f64(total, scale))
+        return
+    # no pending word and n even: uniform j's words start at output j*n/2, two elements per output
+    def at(output: int) -> np.random.PCG64:
+        bitgen = np.random.PCG64(0)
+        bitgen.state = state
+        return bitgen.advance(output)
+
+    def piece(lo: int, hi: int) -> None:                  # in pairs of elements: one output per uniform
+        streams = [at(j * n // 2 + lo) for j in range(_IRWIN_HALL_N)]
+        for p0 in range(lo, hi, _BLOCK // 2):
+            p1 = min(p0 + _BLOCK // 2, hi)
+            total = _lane_sum([s.random_raw(p1 - p0) for s in streams])
+            out[2 * p0:2 * p1] = finish(_near_normal_f64(total, scale))
+
+    pairs = n // 2
+    bulk.run(piece, pairs, -(-pairs // (4 * bulk.count())))
+    outputs = _IRWIN_HALL_N * n // 2
+    last = at(outputs - 1).random_raw(1).astype("<u8").view("<u4")
+    state["state"] = at(outputs).state["state"]
+    state["has_uint32"], state["uinteger"] = 0, int(last[1])   # pcg64_next32 left the high word
+    gen.bit_generator.state = state
+
+
 def near_normal(gen: np.random.Generator, shape, scale=1.0) -> np.ndarray:
-    """Sum of four uniforms scaled to unit variance (Irwin-Hall n=4), times ``scale``, as float64."""
-    total = sum(uniform(gen, shape, -1.0, 1.0) for _ in range(4))
-    return total * (np.sqrt(3.0) / 2.0) * scale   # var(U(-1,1)) = 1/3; 4 of them: 4/3
+    """Sum of four uniforms scaled to unit variance (Irwin-Hall n=4), times ``scale``, as float64:
+    (u1 + u2 + u3 + u4) * (sqrt(3)/2) * scale with each u a ``uniform(gen, shape)`` in turn."""
+    out = np.empty(shape, np.float64)
+    _near_normal_into(gen, out.reshape(-1), scale, lambda x: x)
+    return out
+
+
+def near_normal_bf16(gen: np.random.Generator, shape, scale=1.0, out=None) -> np.ndarray:
+    """``to_bf16(near_normal(gen, shape, scale))`` held in float32 (into ``out`` if given), the same
+    bytes computed in pieces on every core."""
+    out = np.empty(shape, np.float32) if out is None else out
+    if not out.flags.c_contiguous or out.dtype != np.float32 or out.size != np.prod(shape, dtype=np.int64):
+        raise ValueError(f"out must be a C-contiguous float32 array of {shape}, not {out.dtype} {out.shape}")
+    _near_normal_into(gen, out.reshape(-1), scale, to_bf16)
+    return out
 
 
 def small_integers(gen: np.random.Generator, shape, low=-4, high=4) -> np.ndarray:

@@ -14,8 +14,11 @@ process, an xdist worker) sees a whole entry or none; a per-key lock file keeps 
 corrupt or truncated entry fails its checksum, is reported once (``GoldenStoreWarning`` and
 ``problems``), deleted and recomputed: it never fails a case.
 
-The store is bounded (``MAX_BYTES``, ``$ACCEL_GOLDEN_CACHE_BYTES``): after a write the least
-recently used entries (a hit touches the manifest) are evicted. Values that compute in under
+The store is bounded (``MAX_BYTES``, ``$ACCEL_GOLDEN_CACHE_BYTES``): the least recently used
+entries (a hit touches the manifest) are evicted. A process walks the store once, at its first
+write, and then counts what it writes; it walks again only when that count passes the bound, so a
+write costs no walk of a store of thousands of entries (another process's writes are seen at the
+next walk: the bound can be passed by what other processes wrote meanwhile, never for long). Values that compute in under
 ``MIN_SECONDS`` are not written, since reading them back would cost more than computing them;
 within a process they are still memoized, so each configuration is computed once per session
 whatever order pytest runs the items in.
@@ -66,6 +69,7 @@ class _Settings:
 _settings = _Settings()
 _memo: "OrderedDict[str, tuple[Any, int]]" = OrderedDict()
 _memo_bytes = 0
+_stored_bytes: Optional[int] = None  # the store's size as this process last walked it, plus its writes
 problems: list[str] = []            # what was reported this process, once per entry
 stats = {"memo_hits": 0, "disk_hits": 0, "computed": 0, "written": 0, "evicted": 0, "corrupt": 0}
 
@@ -98,9 +102,10 @@ def max_bytes() -> int:
 
 
 def clear_memo() -> None:
-    global _memo_bytes
+    global _memo_bytes, _stored_bytes
     _memo.clear()
     _memo_bytes = 0
+    _stored_bytes = None
 
 
 @lru_cache(maxsize=1)
@@ -168,7 +173,7 @@ def _through_disk(key: str, label: str, fn) -> Any:
                 pass
         return value
     finally:
-        lock.close()
+        _unlock(lock)
 
 
 def _lock(key: str):
@@ -177,6 +182,19 @@ def _lock(key: str):
     f = open(path, "a+b")
     fcntl.flock(f, fcntl.LOCK_EX)
     return f
+
+
+def _unlock(f) -> None:
+    """Release and remove the lock file, so that locks/ does not grow by one file per golden.
+
+    A process already waiting on the removed file gets it next and then finds the entry written;
+    one that arrives later finds the entry before it locks. Only when the computation failed can
+    two processes compute at once (each on its own lock file): the entry's rename keeps one."""
+    try:
+        os.unlink(f.name)
+    except OSError:
+        pass
+    f.close()
 
 
 def _remember(key: str, value: Any) -> None:
@@ -310,7 +328,19 @@ def _write(entry: Path, value) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     stats["written"] += 1
-    evict(max_bytes())
+    _account(size)
+
+
+def _account(written: int) -> None:
+    """Evict when the store may have passed its bound (see the module docstring)."""
+    global _stored_bytes
+    if _stored_bytes is None:
+        _stored_bytes = sum(size for _, size, _ in entries())
+    else:
+        _stored_bytes += written
+    if _stored_bytes > max_bytes():
+        evict(max_bytes())
+        _stored_bytes = sum(size for _, size, _ in entries())
 
 
 def _load(entry: Path, label: str):

@@ -9,6 +9,7 @@ file and are registered in this repository's pyproject.toml like any other.
 from __future__ import annotations
 
 import platform
+from importlib import metadata
 from typing import Mapping, Optional
 
 import numpy as np
@@ -42,10 +43,10 @@ class EmuBackend(Backend):
         return super().supports_inputs(case)
 
     def versions(self) -> dict[str, str]:
-        import ml_dtypes
-        import torch
-        return {"numpy": np.__version__, "torch": str(torch.__version__), "ml_dtypes": ml_dtypes.__version__,
-                "python": platform.python_version()}
+        # From the installed metadata: importing torch costs this (pytest) process ~2 s, and only
+        # the isolated worker, which runs the models, needs it.
+        return {"numpy": np.__version__, "torch": metadata.version("torch"),
+                "ml_dtypes": metadata.version("ml_dtypes"), "python": platform.python_version()}
 
     def timeout(self, case: Case) -> float:
         model = _model(case.op)

@@ -37,6 +37,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -175,11 +176,23 @@ def _run_clang(argv: list[str], what: str) -> None:
                            detail={"diagnostic": (proc.stderr or proc.stdout)[-8000:], "argv": " ".join(argv)})
 
 
+@lru_cache(maxsize=1)
+def clang_version() -> str:
+    exe = shutil.which(CLANG)
+    if not exe:
+        return "missing"
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    return out.splitlines()[0].strip() if out else "unknown"
+
+
 def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
-    """harness.c compiled once per (sources, flags) and kept in the cache: only the per-case
-    tables are compiled for each case."""
+    """harness.c compiled once per (sources, flags, clang) and kept in the cache: only the
+    per-case tables are compiled for each case."""
     base = _clang_base(uart_outputs, rdcycle)
-    h = hashlib.sha256("\0".join(base).encode())
+    # The key holds the sources' bytes, never their folder: the -I path names the checkout, and
+    # every checkout of the same sources shares one object.
+    h = hashlib.sha256("\0".join(a for a in base if not a.startswith("-I")).encode())
+    h.update(clang_version().encode())
     for f in sorted(HARNESS_DIR.iterdir()):
         h.update(f.name.encode() + f.read_bytes())
     out = compiler.cache_root().parent / "qemu-rvv" / f"harness-{h.hexdigest()[:24]}.o"

@@ -1,3 +1,8 @@
+# Imported before any test runs: pytester's inline runs restore sys.modules afterwards, dropping
+# what they imported, and a second import of torch (its C extension already initialised) crashes
+# the process. The pytest process itself no longer imports torch (only the isolated worker does),
+# so a selftest's inline session would otherwise be the first to import it.
+import torch  # noqa: F401
 import pytest
 
 

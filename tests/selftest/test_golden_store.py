@@ -236,3 +236,25 @@ def test_no_golden_cache_bypasses_the_store(pytester, tmp_path, monkeypatch, how
         args = ("--no-golden-cache",)
     pytester.runpytest("-p", "no:cacheprovider", *args).assert_outcomes(passed=2)
     assert counter.read_text() == "xxxx"
+
+
+def test_lock_files_do_not_accumulate(where):
+    calls = []
+    for i in range(5):
+        store.cached("inputs", _case(i), _slow(np.ones(3), calls))
+    assert len(calls) == 5
+    assert list((where / "locks").iterdir()) == []
+
+
+def test_writes_do_not_walk_the_store_each_time(where, monkeypatch):
+    walks = []
+    entries = store.entries
+    monkeypatch.setattr(store, "entries", lambda *a: walks.append(1) or entries(*a))
+    calls = []
+    for i in range(8):
+        store.cached("inputs", _case(i), _slow(np.ones(4), calls))
+    assert len(calls) == 8 and len(walks) == 1
+    monkeypatch.setenv("ACCEL_GOLDEN_CACHE_BYTES", "1")     # now every write passes the bound
+    store.cached("inputs", _case(8), _slow(np.ones(4), calls))
+    assert len(walks) > 1
+    assert [p for p in where.glob("??/*") if not p.name.startswith(".")] == []
