@@ -152,7 +152,7 @@ def sha256_of(inputs: Mapping[str, np.ndarray]) -> str:
     for name in sorted(inputs):
         a = np.ascontiguousarray(inputs[name])
         h.update(f"{name}|{a.dtype.name}|{a.shape}|".encode())
-        h.update(a.tobytes())
+        h.update(a.reshape(-1).view(np.uint8))     # the raw bytes in place (tobytes() would copy them)
     return h.hexdigest()
 
 
