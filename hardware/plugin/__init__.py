@@ -6,6 +6,7 @@ The core, one concern per module:
 - ``isolation``  the isolated runner, bounds and device locks, stop signals and the session timeout
 - ``recording``  one result record per case, results.json / results.jsonl, interrupted cases
 - ``terminal``   the family x backend table and the rerun line of every failure
+- ``gc_freeze``  the objects alive after collection leave the garbage collector's work
 
 Features register here as plugins of their own; backends are not plugins: they register through
 entry points (hardware/registry.py).
@@ -15,13 +16,14 @@ pytest_plugins = [
     "hardware.plugin.isolation",
     "hardware.plugin.recording",
     "hardware.plugin.terminal",
+    "hardware.plugin.gc_freeze",
     "hardware.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
     "hardware.report.plugin",           # markdown, html and heatmaps after results.json
     "hardware.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N
     "hardware.npu.markers",             # supported_devices, --npu-artifacts, --npu-mode
     "hardware.pypto.pto_cpp_option",    # --pto-cpp: lint ptoas output
     "hardware.qemu_rvv.report_plugin",  # RVV codegen scan in qemu-rvv / firesim records
-    "hardware.hypothesis_profiles",     # accel-ci (default) and explore profiles
+    "hardware.plugin.hypothesis_setup", # accel-ci (default) and explore profiles, once hypothesis is in use
     "hardware.plugin.options",          # last: it gives every option above an ini twin
 ]
 
