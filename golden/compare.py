@@ -15,9 +15,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
+import math
+
 import numpy as np
 
-from golden.tolerance import ErrorModel, bernstein
+from golden.dtypes import FORMATS
+from golden.tolerance import MEAN_RESOLUTION, ErrorModel, bernstein
 
 _CHUNK_ELEMENTS = 1 << 18        # a chunk's temporaries stay in cache
 _MAX_REGIONS = 8
@@ -261,68 +264,242 @@ def _real(tol) -> np.ndarray:
     return t if t.dtype in (np.float32, np.float64) else t.astype(np.float64)
 
 
+_BLOCK = 64     # float32 partial sums run over at most this many elements, then float64
+
+
+def _sum32(x: np.ndarray) -> float:
+    """Sum of a C-contiguous float32 buffer: float32 partial sums of _BLOCK elements each (one
+    vectorized reduction over the first axis of a (_BLOCK, n / _BLOCK) view, a quarter of
+    numpy's float64 reduction's cost), added in float64. A float32 sum of 64 terms errs by at
+    most 63 roundings: gamma_63 = 3.8e-6 of the sum of |terms| (Higham, Accuracy and Stability
+    of Numerical Algorithms, sec. 4.2), typically 64 times less. No BLAS: its threads spin the
+    other core on large products."""
+    flat = x.reshape(-1)
+    m = flat.size // _BLOCK * _BLOCK
+    head = float(np.add.reduce(np.add.reduce(flat[:m].reshape(_BLOCK, -1), axis=0), dtype=np.float64)) if m else 0.0
+    return head if m == flat.size else head + float(np.add.reduce(flat[m:], dtype=np.float64))
+
+
+def _dot32(x: np.ndarray, y: np.ndarray) -> float:
+    """sum(x * y) of two C-contiguous float32 buffers, as _sum32 sums (einsum's fused loop: the
+    products are rounded to float32 first, as a multiply would round them)."""
+    fx, fy = x.reshape(-1), y.reshape(-1)
+    m = fx.size // _BLOCK * _BLOCK
+    head = float(np.add.reduce(np.einsum("ij,ij->j", fx[:m].reshape(_BLOCK, -1), fy[:m].reshape(_BLOCK, -1)),
+                               dtype=np.float64)) if m else 0.0
+    return head if m == fx.size else head + float(np.add.reduce(fx[m:].astype(np.float64) * fy[m:]))
+
+
 class _Clean:
     """The census of a chunk that is all finite and within tolerance, in float32 where that is exact.
 
     With float32 output and reference and a float32 allowance (no atol, rtol), |g - e| rounded to
-    float32 is monotone in the exact difference, so ``d >= tol`` nowhere proves nothing is over
-    tolerance and ``d != 0`` counts the elements that differ, both exactly. The sums the
-    Pearson correlation needs are taken in float64; the mean absolute difference sums float32
-    differences (off by one rounding, 6e-8 relative); the greatest absolute and relative
-    differences are ranked in float32 (an index within one rounding of the largest may be named)
-    and their values recomputed in float64. A chunk that fails any condition takes the float64 path.
-    Buffers are reused, so a chunk's temporaries stay in cache."""
+    float32 is monotone in the exact difference, so ``d < tol`` everywhere proves nothing is over
+    tolerance (a NaN allowance fails it, as the float64 path fails it) and ``g - e != 0`` counts
+    the elements that differ (gradual underflow: x - y == 0 only if x == y), both exactly. The
+    mean absolute difference sums float32 differences (off by one rounding, 6e-8 relative) in
+    blocks (_sum32); the greatest absolute and relative differences are ranked in float32 (an
+    index within one rounding of the largest may be named) and their values recomputed in float64.
 
-    def __init__(self, step: int, cols: int):
-        self.d = np.empty((step, cols), np.float32)
-        self.r = np.empty((step, cols), np.float32)
+    The Pearson sums are taken about the mean of the reference so far (y = e - c, see _moments),
+    so a mean far larger than the spread costs no accuracy: each sum is within gamma_63 of its
+    sum of |terms| (_sum32), and the chunks are merged in float64 (_Moments). A constant chunk's
+    sums are exact (y and d take one value each, of few bits).
+
+    With an error model the statistics' sums are taken here too (_rounding, _accumulation). A
+    chunk that fails any condition takes the float64 path. Buffers are reused, so a chunk's
+    temporaries stay in cache."""
+
+    def __init__(self, step: int, cols: int, model: Optional[ErrorModel] = None):
+        buf = lambda: np.empty((step, cols), np.float32)     # noqa: E731
+        self.d, self.ad, self.ae, self.r, self.y = buf(), buf(), buf(), buf(), buf()
         self.b = np.empty((step, cols), bool)
-        self.g64 = np.empty((step, cols))
-        self.e64 = np.empty((step, cols))
-        self.p64 = np.empty(step * cols)
+        self.stats = None
+        if model is not None and model.lib is None and not model.rows_correlated:
+            self.stats = {"rounding": self._rounding, "accumulation": self._accumulation}.get(model.kind)
+            self.model = model
+            if self.stats is not None:
+                self.w, self.sg, self.z = buf(), buf(), buf()
+                self.zero = np.zeros((step, cols), np.float32)     # np.maximum with a scalar is 4x slower
 
     @staticmethod
     def applies(g2, e2, tol2, atol, rtol) -> bool:
         return (g2.dtype == np.float32 and e2.dtype == np.float32 and atol == 0 and rtol == 0
                 and tol2 is not None and tol2.dtype == np.float32)
 
-    def __call__(self, g, e, tol):
-        """(differ, sum |d|, (|d| max, flat index), (rel max, flat index), 5 sums) or None."""
+    def __call__(self, g, e, tol, shift=None):
+        """(differ, sum |d|, flat index of max |d|, of max rel, Pearson moments, statistics' sums
+        or None where the statistics need the float64 path), or None."""
         k = g.shape[0]
-        g64, e64, d, r, b = self.g64[:k], self.e64[:k], self.d[:k], self.r[:k], self.b[:k]
-        np.copyto(g64, g)
-        np.copyto(e64, e)
-        gv, ev = g64.reshape(-1), e64.reshape(-1)
-        sx, sy = float(gv.sum()), float(ev.sum())
-        if not (np.isfinite(sx) and np.isfinite(sy)):       # an inf or NaN somewhere
-            return None
+        d, ad, ae, r, b = self.d[:k], self.ad[:k], self.ae[:k], self.r[:k], self.b[:k]
+        n = d.size
         np.subtract(g, e, out=d)
-        np.abs(d, out=d)
-        np.greater_equal(d, tol, out=b)
-        if b.any():
+        np.abs(d, out=ad)
+        np.less(ad, tol, out=b)           # false at an inf or NaN in g, e or tol
+        if not b.all():
             return None
-        i = int(np.argmax(d))
-        np.abs(e, out=r)
-        np.divide(d, r, out=r)
+        i = int(np.argmax(ad))
+        np.not_equal(d, 0, out=b)
+        differ = int(np.count_nonzero(b))
+        total = _sum32(ad)
+        np.abs(e, out=ae)
+        np.divide(ad, ae, out=r)
         j = int(np.argmax(r))
+        zeros = not np.isfinite(r.flat[j])                    # e == 0 somewhere: x / 0 is inf or NaN
         if np.isnan(r.flat[j]):                               # 0 / 0 where both are 0: no difference
             r[np.isnan(r)] = 0.0
             j = int(np.argmax(r))
-        # Products into a reused buffer: BLAS dot threads spin the other core on an in-cache
-        # chunk, and einsum's float64 loop is ten times slower.
-        p = self.p64[:gv.size]
-        sums = [sx, sy]
-        for x, y in ((gv, gv), (ev, ev), (gv, ev)):
-            np.multiply(x, y, out=p)
-            sums.append(float(p.sum()))
-        np.not_equal(g, e, out=b)
-        return int(np.count_nonzero(b)), float(np.add.reduce(d, axis=None, dtype=np.float64)), i, j, sums
+        moments = self._moments(e, d, n, shift)
+        if moments is None:
+            return None
+        stats = self.stats(d, e, zeros, ae, tol) if self.stats is not None else None
+        return differ, total, i, j, moments, stats
+
+    def _moments(self, e, d, n, shift):
+        """(n, mean g, mean e, centred sums of gg, ee, ge) of the chunk, or None (a float32 overflow).
+
+        The sums are taken about ``shift`` (the mean of e so far; None: this chunk's own): a
+        chunk whose mean lies far from it is one whose offset counts in the whole output's
+        spread too, so the relative accuracy of the merged sums holds. ``d`` is not shifted:
+        |d| < tol, and an allowance as wide as the reference's spread makes the correlation
+        meaningless anyway."""
+        k = e.shape[0]
+        y = self.y[:k]
+        c = np.float32(np.add.reduce(np.add.reduce(e, axis=1), dtype=np.float64) / n if shift is None else shift)
+        if not np.isfinite(c):
+            return None
+        np.subtract(e, c, out=y)
+        sy, sd = _sum32(y), _sum32(d)
+        syy, syd, sdd = _dot32(y, y), _dot32(y, d), _dot32(d, d)
+        # x = g - c = y + d
+        sx = sy + sd
+        vy = syy - sy * sy / n
+        vx = syy + 2 * syd + sdd - sx * sx / n
+        cxy = syy + syd - sx * sy / n
+        if not np.isfinite(vx + vy + cxy):
+            return None
+        return (n, float(c) + sx / n, float(c) + sy / n, vx, vy, cxy)
+
+    # The statistics (see _stat_chunk, the float64 path, for what each sum is) in float32: each
+    # per-element quantity (z, sigma / w, tol / w) is within 4 roundings (2.4e-7 relative): the
+    # units are exact powers of 2 times float32 values, and an allowance of at least 2**-100 keeps
+    # every intermediate that may underflow below 2**-47 of the unit. Each sum errs by at most
+    # gamma_63 = 3.8e-6 of its sum of |terms| (_sum32). Against the thresholds of golden/tolerance.py:
+    # the bias sums move by at most 4e-6 sum|z| <= 4e-6 sqrt(n W), the threshold is at least
+    # sqrt(2 L V) = 6.2 sqrt(V), and W ~ V for a correct device: 6.5e-7 sqrt(n) of the threshold.
+    # The spread's W and E move by 4e-6 of themselves, its margin t / E is at least
+    # sqrt(2 L sum B_i E_i) / E >= 6 / sqrt(n) (B_i >~ E_i, Cauchy-Schwarz): again 6.5e-7 sqrt(n)
+    # of it. That is 0.5% at n = 6.6e7 (2048 x 32064) if every rounding had one sign; they do
+    # not, and the difference measured against the float64 path is below 1e-6 of each threshold
+    # (tests/selftest/test_census_fast.py).
+
+    def _rounding(self, d, e, zeros, ae, tol):
+        """In units scaled by powers of 2 (exact): with X = 2**floor(log2|e|) (the exponent bits;
+        clamped at 2**emin where that matters), w = max(ulp, tol / 4) = 2**(1-p) W with
+        W = max(X, tol 2**(p-3)), and sigma 2**p = S = X + rest 2**p / sqrt(k); so z = 2**(p-1) d / W,
+        sd = S / (2 W), tol / w = 2**(p-1) tol / W."""
+        m = self.model
+        p, emin, u = FORMATS[m.dtype]
+        tmin = tol.min()
+        if not tmin >= _TINY:
+            return None
+        k = d.shape[0]
+        W, S, z, t = self.w[:k], self.sg[:k], self.z[:k], self.y[:k]
+        np.bitwise_and(e.view(np.int32), np.int32(0x7F800000), out=S.view(np.int32))
+        if tmin * 2.0 ** (p - 3) < 2.0 ** (emin + 30):      # else the clamp moves S / W by < 2**-30
+            np.maximum(S, np.float32(2.0 ** emin), out=S)
+        np.multiply(tol, np.float32(2.0 ** (p - 3)), out=W)
+        np.maximum(W, S, out=W)
+        np.multiply(ae, np.float32(u), out=t)
+        np.subtract(tol, t, out=t)
+        np.maximum(t, self.zero[:k], out=t)
+        np.multiply(t, np.float32(2.0 ** p / ((1.0 + u) * math.sqrt(m.k))), out=t)
+        np.add(S, t, out=S)
+        np.divide(S, W, out=S)                                 # 2 sd
+        np.divide(d, W, out=z)                                 # 2**(1-p) z
+        np.divide(tol, W, out=t)                               # 2**(1-p) tol / w
+        zs = self._signed_sum(z, e, zeros, W)
+        sd1, sd2 = _sum32(S) / 2, _dot32(S, S) / 4
+        np.multiply(S, np.float32(MEAN_RESOLUTION * 2.0 ** -p), out=W)
+        np.add(W, t, out=W)
+        M = 2.0 ** (p - 1) * float(W.max())                    # (tol + mu) / w
+        np.multiply(t, S, out=W)
+        BE = (1.0 + MEAN_RESOLUTION ** 2) * 2.0 ** (2 * p - 4) * _dot32(W, W)
+        zscale = 2.0 ** (p - 1)
+        acc = np.array([d.size, zscale * _sum32(z), zscale * zs, MEAN_RESOLUTION * sd1, sd2, M,
+                        zscale * zscale * _dot32(z, z), (1.0 + MEAN_RESOLUTION ** 2) * sd2, BE,
+                        (zscale * float(t.max())) ** 2])
+        return acc if np.isfinite(acc).all() else None
+
+    @staticmethod
+    def _signed_sum(z, e, zeros, buf) -> float:
+        """sum(z * sign(e)): e's sign bit put on z (an xor), or, where e has a zero, np.sign."""
+        if not zeros:
+            np.bitwise_and(e.view(np.int32), np.int32(-2 ** 31), out=buf.view(np.int32))
+            np.bitwise_xor(buf.view(np.int32), z.view(np.int32), out=buf.view(np.int32))
+        else:
+            np.multiply(z, np.sign(e, out=buf), out=buf)
+        return _sum32(buf)
+
+    def _accumulation(self, d, e, zeros, ae, tol):
+        """w = sigma = tol / sqrt(k): z = sqrt(k) d / tol, sd = 1, mu / w = MEAN_RESOLUTION,
+        (tol + mu) / w = sqrt(k) + MEAN_RESOLUTION, B = k."""
+        m = self.model
+        if not (tol.min() >= _TINY and np.isfinite(tol.max())):
+            return None
+        k = d.shape[0]
+        z = self.z[:k]
+        np.divide(d, tol, out=z)
+        n, root = d.size, math.sqrt(m.k)
+        acc = np.empty(len(_SUMS))
+        acc[:] = (n, root * _sum32(z), root * self._signed_sum(z, e, zeros, self.w[:k]),
+                  MEAN_RESOLUTION * n, n, root + MEAN_RESOLUTION, m.k * _dot32(z, z),
+                  (1.0 + MEAN_RESOLUTION ** 2) * n, (1.0 + MEAN_RESOLUTION ** 2) * n * m.k, m.k)
+        return acc if np.isfinite(acc).all() else None
+
+
+_TINY = np.float32(2.0 ** -100)
+
+
+class _Moments:
+    """Count, means and centred sums of squares and products of (got, expected) over the finite
+    elements, merged chunk by chunk (Chan, Golub and LeVeque's pairwise update), in float64."""
+
+    def __init__(self):
+        self.n, self.mx, self.my, self.vx, self.vy, self.cxy = 0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+    def add(self, n, mx, my, vx, vy, cxy):
+        if n == 0:
+            return
+        total = self.n + n
+        dx, dy, f = mx - self.mx, my - self.my, self.n * n / total
+        self.vx += vx + dx * dx * f
+        self.vy += vy + dy * dy * f
+        self.cxy += cxy + dx * dy * f
+        self.mx += dx * n / total
+        self.my += dy * n / total
+        self.n = total
+
+    def add_values(self, gx: np.ndarray, ex: np.ndarray):
+        if gx.size:
+            mx, my = float(gx.mean()), float(ex.mean())
+            dx, dy = gx - mx, ex - my
+            self.add(gx.size, mx, my, float((dx * dx).sum()), float((dy * dy).sum()), float((dx * dy).sum()))
+
+    def pearson(self) -> float:
+        if self.n < 2:
+            return float("nan")
+        vx, vy = self.vx, self.vy
+        if vx <= 0 or vy <= 0:
+            # A constant output matching a constant reference is perfectly correlated; else undefined.
+            return 1.0 if vx <= 0 and vy <= 0 and abs(self.mx - self.my) <= 1e-12 * max(abs(self.mx), 1.0 / self.n) \
+                else float("nan")
+        return float(self.cxy / np.sqrt(vx * vy))
 
 
 def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=None, lib2=None,
                  zero_sign=False) -> Census:
-    sums = np.zeros(5)          # sx, sy, sxx, syy, sxy
-    n_finite = 0
+    moments = _Moments()
     abs_total = 0.0
     worst_pool: list = []
     bad_rows = {}
@@ -330,31 +507,35 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=Non
     best_abs = (-1.0, None, 0.0)
     best_rel = (-1.0, None)
     stat_sums = np.zeros(len(_SUMS))
-    clean = _Clean(step, cols) if not zero_sign and _Clean.applies(g2, e2, tol2, atol, rtol) else None
+    clean = _Clean(step, cols, model) if not zero_sign and _Clean.applies(g2, e2, tol2, atol, rtol) else None
     for r0 in range(0, rows, step):
-        if model is not None:
-            _stat_chunk(stat_sums, model, g2[r0:r0 + step].astype(np.float64),
-                        e2[r0:r0 + step].astype(np.float64), tol2[r0:r0 + step],
-                        None if lib2 is None else lib2[r0:r0 + step])
-        fast = clean and clean(g2[r0:r0 + step], e2[r0:r0 + step], tol2[r0:r0 + step])
+        gc, ec = g2[r0:r0 + step], e2[r0:r0 + step]
+        tc = None if tol2 is None else tol2[r0:r0 + step]
+        fast = clean and clean(gc, ec, tc, moments.my if moments.n else None)
         if fast:
-            differ, total, i, j, chunk_sums = fast
+            differ, total, i, j, chunk_moments, chunk_stats = fast
             c.differ += differ
             abs_total += total
-            n_finite += g2[r0:r0 + step].size
-            sums += chunk_sums
-            gi, ei = float(g2[r0:r0 + step].flat[i]), float(e2[r0:r0 + step].flat[i])
+            moments.add(*chunk_moments)
+            gi, ei = float(gc.flat[i]), float(ec.flat[i])
             if abs(gi - ei) > best_abs[0]:
-                best_abs = (abs(gi - ei), r0 * cols + i, float(tol2[r0:r0 + step].flat[i]))
-            gj, ej = float(g2[r0:r0 + step].flat[j]), float(e2[r0:r0 + step].flat[j])
+                best_abs = (abs(gi - ei), r0 * cols + i, float(tc.flat[i]))
+            gj, ej = float(gc.flat[j]), float(ec.flat[j])
             rel = abs(gj - ej) / abs(ej) if ej != 0 else (np.inf if gj != ej else 0.0)
             if rel > best_rel[0]:
                 best_rel = (rel, r0 * cols + j)
+            if model is not None:
+                if chunk_stats is None:
+                    _stat_chunk(stat_sums, model, gc.astype(np.float64), ec.astype(np.float64), tc,
+                                None if lib2 is None else lib2[r0:r0 + step])
+                else:
+                    _merge_stats(stat_sums, chunk_stats)
             continue
-        g = g2[r0:r0 + step].astype(np.float64)
-        e = e2[r0:r0 + step].astype(np.float64)
-        diff, allowed = diff_and_allowed(g, e, atol, rtol, None if tol2 is None else tol2[r0:r0 + step],
-                                         zero_sign)
+        g = gc.astype(np.float64)
+        e = ec.astype(np.float64)
+        if model is not None:
+            _stat_chunk(stat_sums, model, g, e, tc, None if lib2 is None else lib2[r0:r0 + step])
+        diff, allowed = diff_and_allowed(g, e, atol, rtol, tc, zero_sign)
         c.differ += int(np.count_nonzero(diff))
         bad = diff > allowed
         c.over_tolerance += int(np.count_nonzero(bad))
@@ -369,9 +550,7 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=Non
         if rel.flat[j] > best_rel[0]:
             best_rel = (float(rel.flat[j]), r0 * cols + j)
         ok = np.isfinite(g) & np.isfinite(e)
-        gx, ex = g[ok], e[ok]
-        n_finite += gx.size
-        sums += [gx.sum(), ex.sum(), (gx * gx).sum(), (ex * ex).sum(), (gx * ex).sum()]
+        moments.add_values(g[ok], e[ok])
         if bad.any():
             score = np.where(bad, diff / np.maximum(allowed, np.finfo(float).tiny), -1.0).ravel()
             k = min(5, int(bad.sum()))
@@ -386,7 +565,7 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=Non
     c.max_abs_index = _unravel(best_abs[1], shape)
     c.max_rel, c.max_rel_index = best_rel[0], _unravel(best_rel[1], shape)
     c.mean_abs = abs_total / c.elements
-    c.pearson = _pearson(sums, n_finite)
+    c.pearson = moments.pearson()
     worst_pool.sort(key=lambda w: -w[0])
     c.worst = [{"index": list(_unravel(w[1], shape)), "got": w[2], "expected": w[3],
                 "abs": w[4], "allowed": w[5]} for w in worst_pool[:5]]
@@ -431,6 +610,11 @@ def _stat_chunk(acc: np.ndarray, model: ErrorModel, g, e, tol, lib) -> None:
     acc[9] = max(acc[9], float(B.max(initial=0.0)))
 
 
+def _merge_stats(acc: np.ndarray, chunk: np.ndarray) -> None:
+    acc[[0, 1, 2, 3, 4, 6, 7, 8]] += chunk[[0, 1, 2, 3, 4, 6, 7, 8]]
+    acc[5], acc[9] = max(acc[5], chunk[5]), max(acc[9], chunk[9])
+
+
 def _stats(c: Census, model: ErrorModel, acc: np.ndarray) -> None:
     """Bias, magnitude bias and spread against the thresholds of golden/tolerance.py."""
     n, z, zs, mu, var, M, W, E, VB, B = acc
@@ -473,18 +657,6 @@ def _unravel(flat, shape) -> tuple:
     if flat is None or not shape:
         return ()
     return tuple(int(i) for i in np.unravel_index(int(flat), shape))
-
-
-def _pearson(s, n) -> float:
-    if n < 2:
-        return float("nan")
-    sx, sy, sxx, syy, sxy = s
-    cov = sxy - sx * sy / n
-    vx, vy = sxx - sx * sx / n, syy - sy * sy / n
-    if vx <= 0 or vy <= 0:
-        # A constant output matching a constant reference is perfectly correlated; else undefined.
-        return 1.0 if vx <= 0 and vy <= 0 and abs(sx - sy) <= 1e-12 * max(abs(sx), 1.0) else float("nan")
-    return float(cov / np.sqrt(vx * vy))
 
 
 def _runs(mask_row: np.ndarray) -> tuple:

@@ -17,7 +17,8 @@ import numpy as np
 from golden import inputs as gen
 from golden import tolerance
 from golden.case import Case
-from golden.dtypes import BFP16_BLOCK, quantize_bfp16, to_bf16
+from golden import bulk
+from golden.dtypes import BFP16_BLOCK, Bfp16, to_bf16, to_bfp16
 
 OP = "gemm_partition_n"
 MIN_CORR = 0.99     # seed 000's per-partition check
@@ -98,7 +99,7 @@ _ROWS_PER_DRAW = 64
 
 
 def _bf16_normal(rng: np.random.Generator, shape, scale: float) -> np.ndarray:
-    out = np.empty(shape, dtype=np.float32)
+    out = bulk.empty(shape)
     for rows in _row_chunks(shape[0]):
         gen.near_normal_bf16(rng, out[rows].shape, scale, out=out[rows])
     return out
@@ -181,25 +182,28 @@ def standalone_inputs(inputs: dict[str, np.ndarray], cfg: GemmConfig, part: int)
 # aie_kernels mm.cc ``set_rounding(round_mode)``). ``None``: the rounding is not known, so the
 # reference stays unquantized and the quantization error is allowed for as noise (wide).
 BLOCK_ROUNDING = "nearest-even"
-_QUANTIZE_COLUMNS = 8192            # B is quantized in column slices to bound peak memory
 
 
-def device_inputs(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig],
-                  block_rounding: Optional[str]) -> tuple[np.ndarray, np.ndarray]:
-    """A and B as the device multiplies them: bfp16-quantized along K when the config emulates
-    bfp16 and the block rounding is given, else the bf16 inputs themselves."""
-    a, b = inputs["A"], inputs["B"]
-    if cfg is None or not cfg.emulate_bfp16 or block_rounding is None:
-        return a, b
-    bq = np.empty_like(b)
-    for c0 in range(0, b.shape[1], _QUANTIZE_COLUMNS):
-        bq[:, c0:c0 + _QUANTIZE_COLUMNS] = quantize_bfp16(b[:, c0:c0 + _QUANTIZE_COLUMNS], 0, block_rounding)
-    return quantize_bfp16(a, 1, block_rounding), bq
+def _quantizes(cfg: Optional[GemmConfig], block_rounding: Optional[str]) -> bool:
+    return cfg is not None and cfg.emulate_bfp16 and block_rounding is not None
+
+
+def quantized_operands(inputs: dict[str, np.ndarray], block_rounding: str) -> tuple[Bfp16, Bfp16]:
+    """A and B quantized to bfp16 along K, with their block maxima (B's values in torch's memory)."""
+    b = inputs["B"]
+    return to_bfp16(inputs["A"], 1, block_rounding), to_bfp16(b, 0, block_rounding, out=bulk.empty(b.shape))
+
+
+def quantized_tolerance(qa: Bfp16, qb: Bfp16, ref: np.ndarray) -> tolerance.ErrorModel:
+    """The error model of ref = qa @ qb. ``qb``'s values are needed no more: the allowance takes
+    their memory where it fits exactly (M = K, as in the vocab projection): no fresh pages."""
+    spare = qb.values if qb.values.shape == ref.shape else None
+    return tolerance.gemm_bfp16_quantized(qa.absmax, qb.absmax, ref, qa.values.shape[1], out=spare)
 
 
 def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
              block_rounding: Optional[str] = BLOCK_ROUNDING) -> tuple[np.ndarray, tolerance.ErrorModel]:
-    """The reference and its error model, with the device's bfp16 quantization applied.
+    """The reference and its error model, with the device's bfp16 quantization applied (once).
 
     Bit-exact input classes (golden/inputs.py): every product and partial sum is exact in f32
     (and bfp16 holds the inputs exactly), so the device's C is the exact C rounded once to bf16
@@ -212,24 +216,37 @@ def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
                 a @ b
             ref = to_bf16(exact.astype(np.float32)).astype(np.float32)
         return ref, np.zeros(ref.shape, np.float32)
-    ref = reference(inputs, cfg, block_rounding)
-    return ref, tolerance_for(inputs, ref, cfg, block_rounding)
+    if _quantizes(cfg, block_rounding):
+        qa, qb = quantized_operands(inputs, block_rounding)
+        ref = matmul(qa.values, qb.values)
+        return ref, quantized_tolerance(qa, qb, ref)
+    ref = matmul(inputs["A"], inputs["B"])
+    return ref, tolerance.gemm_bfp16(inputs["A"], inputs["B"], ref, bfp16=cfg.emulate_bfp16)
 
 
-def reference(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig] = None,
-              block_rounding: Optional[str] = None) -> np.ndarray:
-    a, b = device_inputs(inputs, cfg, block_rounding)
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b by torch: in float64 when cheap, else float32 (at the machine's GEMM rate)."""
     macs = a.shape[0] * a.shape[1] * b.shape[1]
     dtype = np.float64 if macs <= _F64_REFERENCE_MACS else np.float32
     c = a.astype(dtype, copy=False) @ b.astype(dtype, copy=False)
     return c.astype(np.float32, copy=False)
 
 
+def reference(inputs: dict[str, np.ndarray], cfg: Optional[GemmConfig] = None,
+              block_rounding: Optional[str] = None) -> np.ndarray:
+    if _quantizes(cfg, block_rounding):
+        qa, qb = quantized_operands(inputs, block_rounding)
+        return matmul(qa.values, qb.values)
+    return matmul(inputs["A"], inputs["B"])
+
+
 def tolerance_for(inputs: dict[str, np.ndarray], ref: np.ndarray, cfg: GemmConfig,
                   block_rounding: Optional[str] = None) -> tolerance.ErrorModel:
     """The error model of a reference made with the same ``block_rounding`` (None: unquantized)."""
-    a, b = device_inputs(inputs, cfg, block_rounding)
-    return tolerance.gemm_bfp16(a, b, ref, bfp16=cfg.emulate_bfp16, quantized=block_rounding is not None)
+    if _quantizes(cfg, block_rounding):
+        qa, qb = quantized_operands(inputs, block_rounding)
+        return tolerance.gemm_bfp16_quantized(qa.absmax, qb.absmax, ref, cfg.K)
+    return tolerance.gemm_bfp16(inputs["A"], inputs["B"], ref, bfp16=cfg.emulate_bfp16)
 
 
 def partition(x: np.ndarray, cfg: GemmConfig, part: int) -> np.ndarray:

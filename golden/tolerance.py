@@ -46,8 +46,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from golden.dtypes import (BF16_UNIT_ROUNDOFF, BFP16_BLOCK, F32_UNIT_ROUNDOFF, FORMATS, _block_view,
-                           bfp16_step, ulp)
+from golden import bulk
+from golden.dtypes import (BF16_UNIT_ROUNDOFF, BFP16_BLOCK, F32_UNIT_ROUNDOFF, FORMATS,
+                           axis_last_blocks, block_step, block_view, ulp)
 
 Z_SIGMA = 8.0
 
@@ -103,9 +104,10 @@ class ErrorModel:
         tol = np.asarray(tol, np.float64)
         if self.kind == "rounding":
             u_out = FORMATS[self.dtype][2]
-            w = np.maximum(ulp(ref, self.dtype), tol / 4)
+            spacing = ulp(ref, self.dtype)
+            w = np.maximum(spacing, tol / 4)
             rest = np.maximum(tol - u_out * np.abs(ref), 0.0) / (1.0 + u_out)
-            sigma = ulp(ref, self.dtype) / 2 + rest / math.sqrt(self.k)
+            sigma = spacing / 2 + rest / math.sqrt(self.k)
         else:
             lib = np.zeros_like(tol) if lib is None else np.asarray(lib, np.float64)
             sigma = np.maximum(tol - lib, 0.0) / math.sqrt(self.k)
@@ -135,8 +137,37 @@ def gamma(n: int, u: float = F32_UNIT_ROUNDOFF) -> float:
 
 def _block_stats(x: np.ndarray, axis: int):
     """Per block of 8 along ``axis`` (moved last): max |x|, sum x**2, and the bfp16 step."""
-    blocks, _ = _block_view(x, axis)
-    return np.max(np.abs(blocks), axis=-1), np.sum(blocks * blocks, axis=-1), bfp16_step(x, axis)
+    blocks = axis_last_blocks(x, axis)
+    amax = np.max(np.abs(blocks), axis=-1)
+    return amax, np.sum(blocks * blocks, axis=-1), block_step(amax)
+
+
+def _block_absmax(x: np.ndarray, axis: int) -> np.ndarray:
+    """max |x| per block of 8 along ``axis``, blocks counted in place of that axis."""
+    blocks = block_view(x, axis)
+    shape = list(np.shape(x))
+    shape[axis] = blocks.shape[1]
+    return np.max(np.abs(blocks), axis=2).reshape(shape)
+
+
+_TAIL_ROWS_ELEMENTS = 1 << 18       # output elements per piece of the elementwise tail: stays in cache
+
+
+def _output_tolerance(absprod: np.ndarray, ref: np.ndarray, K: int, out_unit_roundoff: float) -> np.ndarray:
+    """tol = e + u_out * (|ref| + e), e = 2 gamma_K * absprod, in place of ``absprod`` (float32,
+    each op rounded as the formula's float32 ops are), in cache-sized row pieces on every core."""
+    coef = np.float32(2 * gamma(K))
+    rows = max(1, _TAIL_ROWS_ELEMENTS // max(1, ref.shape[1]))
+
+    def piece(r0: int, r1: int) -> None:
+        e = absprod[r0:r1]
+        e *= coef
+        t = np.abs(ref[r0:r1])
+        t += e
+        t *= np.float32(out_unit_roundoff)
+        e += t
+    bulk.run(piece, ref.shape[0], rows)
+    return absprod
 
 
 def gemm_bfp16(a: np.ndarray, b: np.ndarray, ref: np.ndarray, *, bfp16: bool, quantized: bool = False,
@@ -150,21 +181,33 @@ def gemm_bfp16(a: np.ndarray, b: np.ndarray, ref: np.ndarray, *, bfp16: bool, qu
     """
     a = np.asarray(a, np.float32)
     b = np.asarray(b, np.float32)
+    if bfp16 and not quantized:
+        return _gemm_bfp16_unquantized(a, b, ref, out_unit_roundoff, z)
+    return gemm_bfp16_quantized(_block_absmax(a, 1), _block_absmax(b, 0), ref, a.shape[1], bfp16=bfp16,
+                                out_unit_roundoff=out_unit_roundoff)
+
+
+def gemm_bfp16_quantized(amax: np.ndarray, bmax: np.ndarray, ref: np.ndarray, K: int, *, bfp16: bool = True,
+                         out_unit_roundoff: float = BF16_UNIT_ROUNDOFF, out: Optional[np.ndarray] = None) -> ErrorModel:
+    """``gemm_bfp16`` of the device's own operands (terms 2 and 3) from their block maxima: amax
+    (M, K/8) of a, bmax (K/8, N) of b, max |value| per block of 8 along K. The allowance is
+    written to ``out`` (C-contiguous float32, ref's shape) when given."""
+    if bfp16:
+        amax, bmax = amax + block_step(amax) / 2, bmax + block_step(bmax) / 2
+    absprod = np.matmul(amax, bmax, out=bulk.empty(ref.shape) if out is None else out)   # sum |a_q||b_q| / 8
+    absprod *= BFP16_BLOCK
+    return ErrorModel(_output_tolerance(absprod, ref, K, out_unit_roundoff), "rounding", dtype="bf16", k=2 * K)
+
+
+def _gemm_bfp16_unquantized(a, b, ref, out_unit_roundoff: float, z: float) -> ErrorModel:
     K = a.shape[1]
     amax, asq, sa = _block_stats(a, axis=1)            # (M, Kb)
     bmax, bsq, sb = _block_stats(b, axis=0)            # (N, Kb)
-    if not bfp16:
-        sa = np.zeros_like(sa)
-        sb = np.zeros_like(sb)
     ha, hb = sa / 2, sb / 2
     absprod = BFP16_BLOCK * ((amax + ha) @ (bmax + hb).T)          # bounds sum |a_q||b_q| over K
-    e = 2 * gamma(K) * absprod
-    if bfp16 and not quantized:
-        worst = BFP16_BLOCK * (ha @ bmax.T + amax @ hb.T + ha @ hb.T)
-        var = (sa * sa / 12) @ bsq.T + asq @ (sb * sb / 12).T
-        e = e + np.minimum(z * np.sqrt(var), worst)
+    worst = BFP16_BLOCK * (ha @ bmax.T + amax @ hb.T + ha @ hb.T)
+    var = (sa * sa / 12) @ bsq.T + asq @ (sb * sb / 12).T
+    e = 2 * gamma(K) * absprod + np.minimum(z * np.sqrt(var), worst)
     tol = (e + out_unit_roundoff * (np.abs(ref) + e)).astype(np.float32)
-    if bfp16 and not quantized:
-        return ErrorModel(tol, None, why_not="bfp16 quantization not applied to the reference: one input's "
-                          "quantization error is shared by a whole row of C, so elements are not independent")
-    return ErrorModel(tol, "rounding", dtype="bf16", k=2 * K)
+    return ErrorModel(tol, None, why_not="bfp16 quantization not applied to the reference: one input's "
+                      "quantization error is shared by a whole row of C, so elements are not independent")

@@ -110,15 +110,22 @@ class Expectations:
         self.entries = list(entries)
         self.headers = dict(headers or {})      # backend -> the file's leading comment block
         self.directory = directory
+        self._by_backend: dict[str, list[Entry]] = {}     # asked for every collected item: sorted once
 
     def for_backend(self, backend: str) -> list[Entry]:
         # Exact ids first, then patterns, each sorted: the most specific entry wins.
-        own = [e for e in self.entries if e.backend == backend]
-        return sorted(own, key=lambda e: (not e.exact, e.test))
+        if backend not in self._by_backend:
+            own = [e for e in self.entries if e.backend == backend]
+            self._by_backend[backend] = sorted(own, key=lambda e: (not e.exact, e.test))
+        return list(self._by_backend[backend])
 
     def candidates(self, backend: Optional[str], key: str) -> list[Entry]:
         """Every entry whose pattern matches, most specific first (conditions not yet asked)."""
-        return [e for e in self.for_backend(backend) if e.matches(key)] if backend else []
+        if not backend:
+            return []
+        if backend not in self._by_backend:
+            self.for_backend(backend)
+        return [e for e in self._by_backend[backend] if e.matches(key)]
 
     def match(self, backend: Optional[str], key: str, versions: Optional[dict] = None,
               device: Optional[str] = None) -> Optional[Entry]:

@@ -1,5 +1,6 @@
-"""Hypothesis profiles for the property-based tests, registered when the pytest plugin loads (before
-hypothesis reads ``--hypothesis-profile``).
+"""Hypothesis profiles for the property-based tests, registered when this module is imported: by a
+property test module, or by the pytest plugin once hypothesis is in use (before hypothesis reads
+``--hypothesis-profile``; hardware/plugin/hypothesis_setup.py).
 
 ``accel-ci``: what every default run uses: a fixed, small number of examples drawn from a fixed
     seed (derandomize), no example database, no deadline (a compile takes what it takes). The same

@@ -31,13 +31,20 @@ SCHEMA = "accel-regress/results"
 SCHEMA_VERSION = 1
 
 
-def append_line(path: Path, record: dict) -> None:
-    """One whole line per write, flushed at once; readers skip a torn last line."""
+def _open_log(path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = strict_json.dumps(record, sort_keys=True) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+def _write_line(fd: int, record: dict) -> None:
+    """One whole line per write, unbuffered (in the file at once); readers skip a torn last line."""
+    os.write(fd, (strict_json.dumps(record, sort_keys=True) + "\n").encode())
+
+
+def append_line(path: Path, record: dict) -> None:
+    fd = _open_log(path)
     try:
-        os.write(fd, line.encode())
+        _write_line(fd, record)
     finally:
         os.close(fd)
 
@@ -99,15 +106,26 @@ class Sink:
         self.backends = backends
         self.dir.mkdir(parents=True, exist_ok=True)
         self.jsonl.unlink(missing_ok=True)
-        append_line(self.jsonl, {"session": session})
+        # Open for the whole session: a line per case is one write, not a mkdir, open and close.
+        self._fd: Optional[int] = _open_log(self.jsonl)
+        _write_line(self._fd, {"session": session})
 
     def add(self, case: dict) -> None:
-        append_line(self.jsonl, case)
+        if self._fd is None:
+            append_line(self.jsonl, case)
+        else:
+            _write_line(self._fd, case)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def cases(self) -> list[dict]:
         return [r for r in read_lines(self.jsonl) if "nodeid" in r]
 
     def finish(self, **session_updates: Any) -> dict:
+        self.close()
         self.session.update(session_updates)
         data = build(self.session, self.backends, self.cases())
         write_atomic(self.json, strict_json.dumps(data, indent=1) + "\n")

@@ -37,7 +37,23 @@ def pytest_generate_tests(metafunc):
 NOT_APPLICABLE = pytest.StashKey[str]()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    """``-k`` / ``-m`` deselection first (three of four collected items are opt-in input classes or
+    large cases), so that what runs after it on every item (pytest's fixture reordering, the
+    NOT_APPLICABLE marking below, hypothesis) sees only the items that run. pytest's own functions
+    deselect, in pytest's order, so the same items go; its own pass then finds nothing left to
+    deselect. Runs after the expectations plugin's hook, which counts every collected test."""
+    try:
+        from _pytest.mark import deselect_by_keyword, deselect_by_mark
+    except ImportError:         # a pytest without them: its own pass deselects, later
+        return
+    deselect_by_keyword(items, config)
+    deselect_by_mark(items, config)
+
+
+@pytest.hookimpl(specname="pytest_collection_modifyitems")
+def skip_what_a_backend_cannot_run(config, items):
     """A backend that cannot run a family at all SKIPs its tests before any input is made."""
     said: dict[tuple, Optional[str]] = {}
     for item in items:

@@ -4,11 +4,15 @@ For a test whose run went to ``qemu-rvv`` or ``firesim`` (both run IREE's riscv6
 case's program), the record's ``detail['codegen_scan']`` gets, per dispatch, the
 ``vfredusum`` / ``vfredosum`` counts and whether seed 004's hang signature appears
 (hardware/qemu_rvv/scan.py), whatever the verdict. The compile is the cached one the run used,
-so this costs a cache lookup.
+so this costs a cache lookup, once per program and variant in a process (the cases of one
+program share its dispatches), and the scan is read from the scan cache (hardware/qemu_rvv/scan.py).
 """
 from __future__ import annotations
 
+import json
+
 RISCV_BACKENDS = ("qemu-rvv", "firesim")
+_scans: dict[tuple, str] = {}
 
 
 def codegen_scan_for(case) -> list[dict]:
@@ -20,8 +24,12 @@ def codegen_scan_for(case) -> list[dict]:
     variant = case.params.get("variant") or riscv.BASELINE_VARIANT
     if variant not in riscv.VARIANTS:
         return []
-    compiled = build.compile_riscv(program_for(case), variant, name=case.id)
-    return scan.scan_dir(compiled.dir / "dump")
+    program = program_for(case)
+    key = (program.mlir, variant, tuple(getattr(program, "compile_flags", ())))
+    if key not in _scans:
+        compiled = build.compile_riscv(program, variant, name=case.id)
+        _scans[key] = json.dumps(scan.scan_dir(compiled.dir / "dump"))
+    return json.loads(_scans[key])      # each record its own copy
 
 
 def add_scan(record: dict) -> None:

@@ -22,12 +22,16 @@ predecessor agrees).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
+
+from hardware.derived_cache import DerivedCache
 
 _FUNC = re.compile(r"^([A-Za-z_.$][\w.$]*):")
 _LABEL = re.compile(r"^(\.L[\w.$]+):")
@@ -149,12 +153,47 @@ def scan_files(files: Iterable[Path], dispatch_only: bool = True) -> list[Dispat
     return out
 
 
+# Scans by the digest of the assembly they read (and of this scanner): each compile's dump is parsed
+# once per machine, not once per case (a dispatch file is ~10^4 lines; a run has ~100 RISC-V cases).
+SCANS = DerivedCache("rvv-scan", "ACCEL_RVV_SCAN_CACHE", ".json", max_files=4096)
+_scans: dict[str, str] = {}
+
+
 def scan_dir(dump_dir: Path) -> list[dict]:
     """JSON-ready scan of every ``*.s`` in an IREE executable dump folder ([] when there is none)."""
     dump_dir = Path(dump_dir)
     if not dump_dir.is_dir():
         return []
-    return [d.to_json() for d in scan_files(dump_dir.glob("*.s"))]
+    files = sorted(dump_dir.glob("*.s"))
+    h = hashlib.sha256(_scanner_version().encode())
+    for f in files:
+        data = f.read_bytes()
+        h.update(f"{f.name}\0{len(data)}\0".encode())
+        h.update(data)
+    key = h.hexdigest()
+    text = _scans.get(key)
+    if text is None:
+        cached = SCANS.read(key)
+        text = cached.decode() if cached is not None else None
+        if text is None or not _looks_like_scans(text):
+            text = json.dumps([d.to_json() for d in scan_files(files)])
+            SCANS.write(key, text.encode())
+        _scans[key] = text
+    return json.loads(text)        # a fresh copy for every caller
+
+
+def _looks_like_scans(text: str) -> bool:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    fields = set(DispatchScan.__dataclass_fields__)
+    return isinstance(data, list) and all(isinstance(d, dict) and set(d) == fields for d in data)
+
+
+@lru_cache(maxsize=1)
+def _scanner_version() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 def _widths(d: dict) -> str:

@@ -34,9 +34,7 @@ def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, st
     wanted = has + known
     if not wanted:
         return done
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not heatmap.can_draw():
         notes.append("heatmaps not drawn: matplotlib is not installed (pip install matplotlib)")
         return done
     for c in wanted[:MAX_HEATMAPS]:

@@ -3,17 +3,26 @@
 The allowance is the census's own: atol + rtol*|expected| + tol (golden/compare.py), so a
 value above 1 is exactly an element the census counted as over tolerance. Large outputs are
 reduced by block *maximum* (not mean), so one bad element in a block still shows.
+
+A PNG is drawn once per content: ``render`` keeps what it drew in a cache keyed by everything the
+picture depends on (the map, the texts, this file, matplotlib's version), so the known bugs that
+fail the same way every run cost a file copy, not a matplotlib figure (~0.3 s each). The cache is
+``$ACCEL_HEATMAP_CACHE``, else ``$XDG_CACHE_HOME/accel-regress/heatmaps`` (hardware/derived_cache.py).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
 from golden.compare import as_rows, diff_and_allowed
+from hardware.derived_cache import DerivedCache
 
 MAX_ROWS, MAX_COLS = 256, 512
 _CHUNK_ELEMENTS = 1 << 22
@@ -22,6 +31,7 @@ BOUNDS = [0.0, 1e-3, 1e-2, 0.1, 0.5, 1.0, 2.0, 10.0, 100.0, np.inf]
 COLORS = ["#f7fbff", "#c6dbef", "#9ecae1", "#6baed6", "#3182bd",     # within: blues
           "#fed976", "#fd8d3c", "#e31a1c", "#67000d"]                # over: yellow to dark red
 _BIG = np.float32(1e30)      # stands for "no allowance at all and a difference" (inf) on disk
+CACHE = DerivedCache("heatmaps", "ACCEL_HEATMAP_CACHE", ".png", max_files=512)    # ~50 KB each
 
 
 def ratio_map(got, expected, *, atol=0.0, rtol=0.0, tol=None,
@@ -68,8 +78,41 @@ def load(path: Path) -> np.ndarray:
     return a
 
 
+def can_draw() -> bool:
+    """matplotlib is installed (asked without importing it: a warm cache never needs it)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@lru_cache(maxsize=1)
+def _drawer_version() -> str:
+    from importlib import metadata
+    return hashlib.sha256(Path(__file__).read_bytes() + metadata.version("matplotlib").encode()).hexdigest()
+
+
+def _cache_key(ratio: np.ndarray, **texts) -> str:
+    h = hashlib.sha256(_drawer_version().encode())
+    h.update(json.dumps(texts, sort_keys=True, default=list).encode())
+    r = np.ascontiguousarray(ratio, np.float32)
+    h.update(f"{r.shape}".encode())
+    h.update(r.reshape(-1).view(np.uint8))
+    return h.hexdigest()
+
+
 def render(ratio: np.ndarray, png: Path, *, title: str, subtitle: str = "", shape=None, block=(1, 1)) -> None:
     """The PNG: rows x cols of the output, colour = ratio bin; tick labels in output indices."""
+    key = _cache_key(ratio, title=title, subtitle=subtitle, shape=shape, block=block)
+    if CACHE.copy_to(key, png):
+        return
+    draw(ratio, png, title=title, subtitle=subtitle, shape=shape, block=block)
+    CACHE.keep(key, png)
+
+
+def draw(ratio: np.ndarray, png: Path, *, title: str, subtitle: str = "", shape=None, block=(1, 1)) -> None:
+    """``render`` without the cache: always a new matplotlib figure."""
     import matplotlib
     matplotlib.use("Agg", force=False)
     from matplotlib import colors

@@ -169,3 +169,36 @@ def test_reports_get_the_umask_permissions(suite, umask, mode):
     files += list((reports / "arrays").glob("*.npy"))
     assert len(files) > 5
     assert {p.name: oct(p.stat().st_mode & 0o777) for p in files} == {p.name: oct(mode) for p in files}
+
+
+def test_deselection_comes_before_the_per_item_hooks(suite):
+    """-m (and -k) deselect first, so hooks that walk every item (pytest's fixture reordering, the
+    NOT_APPLICABLE marking, a conftest's) see only the items that run; the counts are pytest's."""
+    suite.makeconftest('''
+        pytest_plugins = ["hardware.plugin"]
+        SEEN = []
+
+        def pytest_collection_modifyitems(items):
+            SEEN.append(len(items))
+
+        def pytest_collection_finish(session):
+            print(f"modifyitems saw {SEEN}")
+    ''')
+    res = suite.runpytest("--hw", "emu", "--isolation", "none", "-s")
+    res.assert_outcomes(passed=4, deselected=1)
+    res.stdout.fnmatch_lines(["*modifyitems saw [[]4[]]*"])
+    res = suite.runpytest("--hw", "emu", "--isolation", "none", "-s", "-k", "C1")
+    res.assert_outcomes(passed=1, deselected=4)
+    res.stdout.fnmatch_lines(["*modifyitems saw [[]1[]]*"])
+
+
+def test_objects_alive_after_collection_are_frozen(suite):
+    """gc.freeze after collection: pytest's five gc.collect() at the end skip torch's object graph."""
+    suite.makepyfile(test_frozen='''
+        import gc
+
+        def test_frozen():
+            assert gc.get_freeze_count() > 10000
+    ''')
+    res = suite.runpytest_subprocess("--hw", "emu", "--isolation", "none", "test_frozen.py", timeout=300)
+    res.assert_outcomes(passed=1)

@@ -366,3 +366,39 @@ def test_seed002_tile_mismatch_gives_its_arrays():
     # Seed 002: row 0, col 0 right; cols 1-15 garbage and 16-255 ~0: 255 of 4096 wrong, all in row 0.
     assert np.argwhere(r["ratio"] > 1.0).tolist() == [[0, c] for c in range(1, 256)]
     assert r["ratio"][0, 1:16].min() > r["ratio"][0, 16:].max()     # the garbage stands out
+
+
+def test_heatmap_drawn_once_per_content(tmp_path, monkeypatch):
+    """A second render of the same map and texts is the first's PNG, copied: no figure drawn; a
+    different map or title is drawn afresh (the cache never gives an old picture)."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("ACCEL_HEATMAP_CACHE", str(tmp_path / "cache"))
+    drawn = []
+    draw = heatmap.draw
+    monkeypatch.setattr(heatmap, "draw", lambda ratio, png, **kw: (drawn.append(kw["title"]), draw(ratio, png, **kw)))
+    ratio = np.zeros((16, 256), np.float32)
+    ratio[0, 1:16] = 50.0
+    heatmap.render(ratio, tmp_path / "a.png", title="FAIL emu row0", shape=[16, 256])
+    heatmap.render(ratio, tmp_path / "b.png", title="FAIL emu row0", shape=[16, 256])
+    assert drawn == ["FAIL emu row0"]
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+    other = ratio.copy()
+    other[5, 100] = 50.0
+    heatmap.render(other, tmp_path / "c.png", title="FAIL emu row0", shape=[16, 256])
+    heatmap.render(ratio, tmp_path / "d.png", title="FAIL emu row0 (again)", shape=[16, 256])
+    assert drawn == ["FAIL emu row0", "FAIL emu row0", "FAIL emu row0 (again)"]
+    assert (tmp_path / "c.png").read_bytes() != (tmp_path / "a.png").read_bytes()
+
+
+def test_heatmap_cache_is_bounded_and_optional(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(heatmap.CACHE, "max_files", 2)
+    monkeypatch.setenv("ACCEL_HEATMAP_CACHE", str(tmp_path / "cache"))
+    for i in range(4):
+        heatmap.render(np.full((4, 4), float(i), np.float32), tmp_path / f"{i}.png", title=str(i))
+    assert len(list((tmp_path / "cache").glob("*.png"))) == 2
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("ACCEL_HEATMAP_CACHE", str(blocked))        # unusable: drawn every time, no error
+    heatmap.render(np.ones((4, 4), np.float32), tmp_path / "x.png", title="x")
+    assert (tmp_path / "x.png").stat().st_size > 0

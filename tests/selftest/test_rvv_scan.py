@@ -176,3 +176,28 @@ def test_real_dumps_per_variant():
     assert all(d["vfredusum"] == d["vfredosum"] == d["vl1_mf2"] == 0 for d in _live("layernorm", "novec"))
     assert any(d["signature"] for d in _live("softmax", "v-zvl512b"))
     assert not any(d["signature"] for d in _live("softmax", "v"))
+
+
+def test_a_dump_is_parsed_once_and_a_changed_dump_again(tmp_path, monkeypatch):
+    """scan_dir keeps each scan under the digest of the assembly: the same dump (another process:
+    the in-process memo cleared) is read back, not parsed; a changed or corrupt entry is parsed."""
+    monkeypatch.setenv("ACCEL_RVV_SCAN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(scan, "_scans", {})
+    parsed = []
+    scan_files = scan.scan_files
+    monkeypatch.setattr(scan, "scan_files", lambda files: (parsed.append(1), scan_files(files))[1])
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    (dump / "a.s").write_text(HEAD + SEED_LOOP + TAIL)
+    first = scan.scan_dir(dump)
+    assert len(parsed) == 1 and first[0]["signature"] and first[0]["file"] == "a.s"
+    scan._scans.clear()
+    assert scan.scan_dir(dump) == first and len(parsed) == 1
+    first[0]["signature"] = "edited by a caller"          # every caller gets its own copy
+    assert scan.scan_dir(dump)[0]["signature"] is True
+    (dump / "a.s").write_text(HEAD + SEED_LOOP.replace("mf2", "m1") + TAIL)
+    assert scan.scan_dir(dump)[0]["signature"] is False and len(parsed) == 2
+    scan._scans.clear()
+    for entry in (tmp_path / "cache").glob("*.json"):
+        entry.write_text('[{"function": "x"}]')            # not a scan: parsed again
+    assert scan.scan_dir(dump)[0]["signature"] is False and len(parsed) == 3
