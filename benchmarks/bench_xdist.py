@@ -8,7 +8,9 @@
 default distribution, ``2:load`` / ``2:loadscope`` / ``2:worksteal`` ... name xdist's ``--dist``;
 a ``+wide`` suffix (``2+wide``) gives every worker thread pools as wide as the machine (the
 libraries' own default, what the suite did before hardware/plugin/parallel.py).
-``--warmup`` makes one untimed ``-n 0`` run first (IREE cache and golden store warm).
+``--warmup`` makes one untimed ``-n 0`` run first (IREE cache and golden store warm);
+``--cold-golden`` gives each run an empty golden store of its own (where workers wait on each
+other's golden locks).
 
 Prints for each run: wall time, CPU seconds of the whole process tree, the load average before
 and after, then per pytest process (from the probe plugin benchmarks/xdist_probe.py): startup
@@ -57,11 +59,13 @@ def _mode_args(mode: str) -> list[str]:
     return ["-n", n] + (["--dist", dist] if dist else [])
 
 
-def run(mode: str, args: list[str], tmp: Path) -> dict:
+def run(mode: str, args: list[str], tmp: Path, cold_golden: bool = False) -> dict:
     probe_dir = tmp / f"probe-{mode.replace(':', '-')}"
     probe_dir.mkdir()
     env = dict(os.environ, BENCH_XDIST_DIR=str(probe_dir),
                PYTHONPATH=os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    if cold_golden:
+        env["ACCEL_GOLDEN_CACHE"] = str(tmp / "golden")
     if mode.endswith("+wide"):
         from hardware.plugin.parallel import THREAD_VARIABLES
         env.update({var: str(os.cpu_count() or 1) for var in THREAD_VARIABLES})
@@ -106,7 +110,7 @@ def report(r: dict) -> None:
               f"{tail:9.1f}")
 
 def main(argv: list[str]) -> int:
-    modes, warmup, args = ["0", "2"], False, []
+    modes, warmup, cold_golden, args = ["0", "2"], False, False, []
     it = iter(argv)
     for a in it:
         if a == "--modes":
@@ -115,10 +119,13 @@ def main(argv: list[str]) -> int:
             modes = a.split("=", 1)[1].split(",")
         elif a == "--warmup":
             warmup = True
+        elif a == "--cold-golden":
+            cold_golden = True
         else:
             args.append(a)
     args = args or DEFAULT_ARGS
-    print(f"bench_xdist: pytest {' '.join(args)}; {os.cpu_count()} CPUs; runs {', '.join(modes)}")
+    print(f"bench_xdist: pytest {' '.join(args)}; {os.cpu_count()} CPUs; runs {', '.join(modes)}"
+          f"{'; each with an empty golden store' if cold_golden else ''}")
     with tempfile.TemporaryDirectory(prefix="bench-xdist-") as tmp:
         if warmup:
             (Path(tmp) / "warmup").mkdir()
@@ -128,7 +135,7 @@ def main(argv: list[str]) -> int:
         for mode in modes:
             d = Path(tmp) / f"run-{len(results)}"
             d.mkdir()
-            results.append(run(mode, args, d))
+            results.append(run(mode, args, d, cold_golden))
             report(results[-1])
     base = results[0]
     print("\nratios (one invocation; the machine's load is printed above):")
