@@ -137,11 +137,20 @@ def main(argv: list[str]) -> int:
             d.mkdir()
             results.append(run(mode, args, d, cold_golden))
             report(results[-1])
+    print("\nratios (each run against the latest run of the first mode before it; load printed above):")
     base = results[0]
-    print("\nratios (one invocation; the machine's load is printed above):")
     for r in results[1:]:
+        if r["mode"] == results[0]["mode"]:
+            base = r
+            continue
         print(f"  {base['mode']} / {r['mode']}: wall {base['wall'] / r['wall']:.2f}x speed-up; "
               f"CPU {r['cpu'] / base['cpu']:.2f}x of {base['mode']}'s")
+        workers = [p for p in r["procs"] if p["role"].startswith("gw") and p.get("collected")]
+        if workers:
+            n = len(workers)
+            print(f"    startup per worker ({r['mode']}): collection finished {sum(p['collected'] for p in workers) / n - r['start']:.1f} s "
+                  f"after launch, {sum(p['cpu_collected'] for p in workers) / n:.1f} s CPU each "
+                  f"(controller {next((p['cpu_collected'] if p.get('cpu_collected') else p['cpu_configure'] for p in r['procs'] if p['role'] == 'controller'), 0):.1f} s CPU to configure)")
     single = [p for p in base["procs"] if p["role"] == "single"]
     if single:
         s = single[0]
