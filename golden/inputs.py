@@ -7,7 +7,6 @@ call (log, cos) takes part, so no platform's libm can change a bit.
 from __future__ import annotations
 
 import hashlib
-import sys
 from typing import Mapping
 
 import numpy as np
@@ -30,7 +29,6 @@ def rng(seed: int) -> np.random.Generator:
 # pending word alone (numpy/random/_common.pyx random_raw). So the words come from random_raw in
 # bulk, with the pending word handled here: the same bytes as gen.integers, several times faster.
 _WORD_SHIFT = 8
-_LANE_MASK = np.uint64(0x00FFFFFF00FFFFFF)      # two 24-bit values, one per 32-bit half
 
 
 def _words(gen: np.random.Generator, count: int) -> np.ndarray:
@@ -73,19 +71,17 @@ _PARALLEL_MIN = 1 << 20
 _BLOCK = 1 << 16
 
 
-def _lane_sum(uniforms) -> np.ndarray:
-    """Sum of the 24-bit values of equally long word arrays, given as uint64 (two words each, low
-    word first): one sum per 32-bit lane (four values < 2**26: no carry), as int32 minus 2**25,
-    the near-normal draw in units of 2**-23."""
-    total = np.zeros(len(uniforms[0]), np.uint64)
-    lane = np.empty_like(total)
-    for words in uniforms:
-        np.right_shift(words, np.uint64(_WORD_SHIFT), out=lane)
-        lane &= _LANE_MASK
-        total += lane
-    out = total.view("<i4")
-    out -= _IRWIN_HALL_N << 23                          # each uniform is int * 2**-23 - 1
-    return out
+def _term_sum(uniforms) -> np.ndarray:
+    """The four uniforms' 24-bit integers summed (exact: < 2**26), from their words (uint32 arrays
+    of one length), minus 2**25: the near-normal draw in units of 2**-23, int32."""
+    total = np.right_shift(uniforms[0], _WORD_SHIFT, dtype=np.uint32)
+    term = np.empty_like(total)
+    for words in uniforms[1:]:
+        np.right_shift(words, _WORD_SHIFT, out=term)
+        total += term
+    total = total.view(np.int32)
+    total -= _IRWIN_HALL_N << 23                        # each uniform is int * 2**-23 - 1
+    return total
 
 
 def _near_normal_f64(total: np.ndarray, scale: float) -> np.ndarray:
@@ -101,14 +97,9 @@ def _near_normal_into(gen: np.random.Generator, out: np.ndarray, scale: float, f
     """``out`` (flat) = finish(near_normal draws), leaving ``gen`` as ``near_normal`` would."""
     n = out.size
     state = gen.bit_generator.state
-    if n < _PARALLEL_MIN or n % 2 or state["has_uint32"] or sys.byteorder != "little" or state["bit_generator"] != "PCG64":
+    if n < _PARALLEL_MIN or n % 2 or state["has_uint32"] or state["bit_generator"] != "PCG64":
         words = _words(gen, _IRWIN_HALL_N * n)
-        if n % 2 or sys.byteorder != "little":
-            total = sum((words[j * n:(j + 1) * n] >> _WORD_SHIFT).astype(np.int32) for j in range(_IRWIN_HALL_N))
-            total -= _IRWIN_HALL_N << 23
-        else:
-            total = _lane_sum(words.view(np.uint64).reshape(_IRWIN_HALL_N, n // 2))
-        out[:] = finish(_near_normal_f64(total, scale))
+        out[:] = finish(_near_normal_f64(_term_sum(words.reshape(_IRWIN_HALL_N, n)), scale))
         return
     # no pending word and n even: uniform j's words start at output j*n/2, two elements per output
     def at(output: int) -> np.random.PCG64:
@@ -120,7 +111,7 @@ def _near_normal_into(gen: np.random.Generator, out: np.ndarray, scale: float, f
         streams = [at(j * n // 2 + lo) for j in range(_IRWIN_HALL_N)]
         for p0 in range(lo, hi, _BLOCK // 2):
             p1 = min(p0 + _BLOCK // 2, hi)
-            total = _lane_sum([s.random_raw(p1 - p0) for s in streams])
+            total = _term_sum([s.random_raw(p1 - p0).astype("<u8", copy=False).view("<u4") for s in streams])
             out[2 * p0:2 * p1] = finish(_near_normal_f64(total, scale))
 
     pairs = n // 2

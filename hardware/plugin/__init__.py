@@ -7,6 +7,8 @@ The core, one concern per module:
 - ``recording``  one result record per case, results.json / results.jsonl, interrupted cases
 - ``terminal``   the family x backend table and the rerun line of every failure
 - ``gc_freeze``  the objects alive after collection leave the garbage collector's work
+- ``parallel``   under pytest-xdist: each worker's thread pools sized to its share of the CPUs,
+  its fork server stopped when its session ends
 
 Features register here as plugins of their own; backends are not plugins: they register through
 entry points (hardware/registry.py).
@@ -17,6 +19,7 @@ pytest_plugins = [
     "hardware.plugin.recording",
     "hardware.plugin.terminal",
     "hardware.plugin.gc_freeze",
+    "hardware.plugin.parallel",
     "hardware.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
     "hardware.report.plugin",           # markdown, html and heatmaps after results.json
     "hardware.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N

@@ -256,3 +256,20 @@ def test_float32_statistics_catch_a_narrow_accumulator(small_chunks, monkeypatch
     c = census(summed(bfloat16), ref, tol=model)
     assert fast_stats and all(s is not None for s in fast_stats)
     assert not c.stats["spread"]["ok"] and "accumulator" in c.describe()
+
+
+@pytest.mark.parametrize("model", ["rounding-bf16", "accumulation"])
+def test_strided_parts_report_as_their_copies(model, small_chunks, monkeypatch):
+    """A partition (a column slice of the whole output) and a broadcast allowance take the float32
+    path as views; they report what contiguous copies report."""
+    g, e, tol = _reference_and_output("normal")
+    fast_stats = _spy(monkeypatch, "_rounding" if "rounding" in model else "_accumulation")
+    part = np.s_[:, 1000:2500]
+    view = census(g[part], e[part], tol=_model(tol, MODELS[model])[part])
+    copy = census(g[part].copy(), e[part].copy(), tol=_model(tol[part].copy(), MODELS[model]))
+    assert fast_stats and all(s is not None for s in fast_stats)
+    assert repr(view) == repr(copy)
+    scalar = np.float32(0.3)
+    broadcast = census(g[part], e[part], tol=_model(np.broadcast_to(scalar, e.shape)[part], MODELS[model]))
+    full = census(g[part].copy(), e[part].copy(), tol=_model(np.full((100, 1500), scalar), MODELS[model]))
+    assert repr(broadcast) == repr(full)
