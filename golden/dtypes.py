@@ -123,10 +123,9 @@ _CACHE_ELEMENTS = 1 << 18           # elements per block-row group: one group's 
 @dataclass(frozen=True)
 class Bfp16:
     """An array quantized to bfp16 along one axis: ``values`` (float32, the input's shape) and, per
-    block (the input's shape with that axis counted in blocks of 8), ``step`` (the quantization
-    step 2**(E-6)) and ``absmax`` (the largest |value| after quantization)."""
+    block (the input's shape with that axis counted in blocks of 8), ``absmax``, the largest
+    |value| after quantization (what the error model needs: no pass over the values)."""
     values: np.ndarray
-    step: np.ndarray
     absmax: np.ndarray
 
 
@@ -144,8 +143,7 @@ def to_bfp16(x: np.ndarray, axis: int, rounding: str = "nearest-even", out: Opti
         raise ValueError(f"out must be C-contiguous float32 of shape {x.shape}, not {out.dtype} {out.shape}")
     padded = nb * BFP16_BLOCK != x.shape[axis]
     q = out.reshape(rows.shape) if out is not None and not padded else np.empty_like(rows)
-    step = np.empty((pre * nb, post), np.float32)
-    absmax = np.empty_like(step)
+    absmax = np.empty((pre * nb, post), np.float32)
     lo, hi = _MANTISSA_RANGE
 
     def quantized(v, safe, st, out):
@@ -159,7 +157,6 @@ def to_bfp16(x: np.ndarray, axis: int, rounding: str = "nearest-even", out: Opti
         b = rows[r0:r1]
         top, bottom = b.max(axis=1), b.min(axis=1)
         st = block_step(np.maximum(top, -bottom))
-        step[r0:r1] = st
         safe = np.where(st > 0, st, 1.0)
         quantized(b, safe[:, None, :], st[:, None, :], q[r0:r1])
         # rounding and clipping are monotone: the largest |q| is that of the largest or the smallest x
@@ -172,7 +169,7 @@ def to_bfp16(x: np.ndarray, axis: int, rounding: str = "nearest-even", out: Opti
     if out is not None and padded:
         out[...] = values
     shape = _blocks_shape(x.shape, axis)
-    return Bfp16(out if out is not None else values, step.reshape(shape), absmax.reshape(shape))
+    return Bfp16(out if out is not None else values, absmax.reshape(shape))
 
 
 def quantize_bfp16(x: np.ndarray, axis: int, rounding: str = "nearest-even") -> np.ndarray:

@@ -150,14 +150,14 @@ def _block_absmax(x: np.ndarray, axis: int) -> np.ndarray:
     return np.max(np.abs(blocks), axis=2).reshape(shape)
 
 
-_TAIL_ROWS_ELEMENTS = 1 << 18       # output elements per piece of the elementwise tail: stays in cache
+_PIECE_ELEMENTS = 1 << 18           # elements per piece of an elementwise pass: stays in cache
 
 
 def _output_tolerance(absprod: np.ndarray, ref: np.ndarray, K: int, out_unit_roundoff: float) -> np.ndarray:
     """tol = e + u_out * (|ref| + e), e = 2 gamma_K * absprod, in place of ``absprod`` (float32,
     each op rounded as the formula's float32 ops are), in cache-sized row pieces on every core."""
     coef = np.float32(2 * gamma(K))
-    rows = max(1, _TAIL_ROWS_ELEMENTS // max(1, ref.shape[1]))
+    rows = max(1, _PIECE_ELEMENTS // max(1, ref.shape[1]))
 
     def piece(r0: int, r1: int) -> None:
         e = absprod[r0:r1]
@@ -187,13 +187,26 @@ def gemm_bfp16(a: np.ndarray, b: np.ndarray, ref: np.ndarray, *, bfp16: bool, qu
                                 out_unit_roundoff=out_unit_roundoff)
 
 
+def _plus_half_step(m: np.ndarray) -> np.ndarray:
+    """m + (the bfp16 step of blocks with maximum m) / 2, in pieces of columns: few fresh pages."""
+    out = np.empty_like(m)
+    cols = max(1, _PIECE_ELEMENTS // m.shape[0])
+
+    def piece(c0: int, c1: int) -> None:
+        half = block_step(m[:, c0:c1])
+        half /= 2
+        np.add(m[:, c0:c1], half, out=out[:, c0:c1])
+    bulk.run(piece, m.shape[1], cols)
+    return out
+
+
 def gemm_bfp16_quantized(amax: np.ndarray, bmax: np.ndarray, ref: np.ndarray, K: int, *, bfp16: bool = True,
                          out_unit_roundoff: float = BF16_UNIT_ROUNDOFF, out: Optional[np.ndarray] = None) -> ErrorModel:
     """``gemm_bfp16`` of the device's own operands (terms 2 and 3) from their block maxima: amax
     (M, K/8) of a, bmax (K/8, N) of b, max |value| per block of 8 along K. The allowance is
     written to ``out`` (C-contiguous float32, ref's shape) when given."""
     if bfp16:
-        amax, bmax = amax + block_step(amax) / 2, bmax + block_step(bmax) / 2
+        amax, bmax = _plus_half_step(amax), _plus_half_step(bmax)
     absprod = np.matmul(amax, bmax, out=bulk.empty(ref.shape) if out is None else out)   # sum |a_q||b_q| / 8
     absprod *= BFP16_BLOCK
     return ErrorModel(_output_tolerance(absprod, ref, K, out_unit_roundoff), "rounding", dtype="bf16", k=2 * K)

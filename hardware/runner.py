@@ -32,6 +32,7 @@ class Job:
     fault: Optional[str] = None
     timeout_s: float = 120.0
     env: Mapping[str, str] = field(default_factory=dict)   # e.g. the device id from --devices
+    inputs_sha256: Optional[str] = None    # sha256_of(inputs): the isolation layer writes each content once
 
 
 def execute(job: Job) -> dict[str, np.ndarray]:
@@ -172,7 +173,7 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
         return run
     env = devices.acquire(backend.device_resource, backend_name) if devices is not None else {}
     run.versions = versions_of(backend_name)
-    job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case), env)
+    job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case), env, run.inputs_sha256)
     start = time.perf_counter()
     try:
         run._outputs = invoke(job)

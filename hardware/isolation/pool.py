@@ -2,8 +2,9 @@
 
 ``Isolation.run(job)`` hands the job to the warm worker and waits at most the job's bound. The
 worker is replaced only when a run hangs (stack dumped, then its process group killed) or the
-worker dies (signal, exit code); each case pays a message round trip and the .npy transfer, never
-an interpreter start or a torch import. Under pytest-xdist every xdist worker process has its own
+worker dies (signal, exit code); each case pays a message round trip and the .npy transfer (inputs
+written once per content: the same case on the next backend reuses them), never an interpreter
+start or a torch import. Under pytest-xdist every xdist worker process has its own
 ``Isolation``, so a hang costs one case of one xdist worker.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
@@ -27,6 +29,9 @@ from hardware.isolation.bounds import Bounds, describe_status, gib, status_detai
 
 _ERRORS = {"HANG": Hang, "CRASH": Crash, "COMPILE_ERROR": CompileError}
 SERVER_START_S = 300.0       # first spawn waits for the server's imports (torch: seconds, loaded host: more)
+# Input files are kept by content digest for the next run with the same inputs (the same case on
+# the next backend): written once, not once per backend. The least recently used go past this.
+INPUT_CACHE_BYTES = 512 << 20
 BASE_PRELOAD = ("numpy", "ml_dtypes", "torch", "golden", "hardware.runner", "hardware.isolation.worker")
 
 
@@ -96,6 +101,8 @@ class Isolation:
         self._ctrl: Optional[socket.socket] = None
         self._worker: Optional[_Worker] = None
         self._spawned = 0
+        self._inputs: "OrderedDict[str, tuple[list, int]]" = OrderedDict()   # digest -> (file index, bytes)
+        self._inputs_bytes = 0
         self.stats = {"jobs": 0, "workers": 0, "hangs": 0, "deaths": 0, "server_restarts": 0, "retries": 0}
         self._cgroups, why = reaping.cgroup_base()
         if self._cgroups is not None:
@@ -261,7 +268,7 @@ class Isolation:
             msg = {"op": "run", "backend": job.backend, "case": job.case.to_json(),
                    "fault": _absolute_fault(job.fault), "timeout_s": job.timeout_s, "env": dict(job.env),
                    "cwd": os.getcwd(), "folder": str(folder),
-                   "inputs": transfer.write_arrays(folder, "in", job.inputs)}
+                   "inputs": self._input_files(job) or transfer.write_arrays(folder, "in", job.inputs)}
             offset = self._log_size(worker)
             try:
                 protocol.send(worker.sock, msg)
@@ -292,6 +299,32 @@ class Isolation:
                 # Interrupted (SIGINT/SIGTERM) mid-run or mid-verdict: the worker's state is unknown; end it.
                 self._drop(worker)
             transfer.remove(folder)
+
+    def _input_files(self, job) -> Optional[list]:
+        """The index of the job's input files, written once per content (``job.inputs_sha256``) and
+        kept for the next run with the same inputs; None without a digest. A worker reads them
+        (a copy-on-write map or a copy), never writes them."""
+        digest = getattr(job, "inputs_sha256", None)
+        if not digest:
+            return None
+        kept = self._inputs.get(digest)
+        if kept is not None and all(os.path.exists(entry[1]) for entry in kept[0]):
+            self._inputs.move_to_end(digest)
+            return kept[0]
+        folder = self.dir / f"inputs-{digest[:32]}"
+        transfer.remove(folder)
+        folder.mkdir()
+        index = transfer.write_arrays(folder, "in", job.inputs)
+        size = sum(os.path.getsize(entry[1]) for entry in index)
+        if kept is not None:
+            self._inputs_bytes -= kept[1]
+        self._inputs[digest] = (index, size)
+        self._inputs_bytes += size
+        while self._inputs_bytes > INPUT_CACHE_BYTES and len(self._inputs) > 1:
+            old, (_, old_size) = self._inputs.popitem(last=False)
+            transfer.remove(self.dir / f"inputs-{old[:32]}")
+            self._inputs_bytes -= old_size
+        return index
 
     def _reaping_detail(self, worker: _Worker, reply: Optional[dict] = None) -> dict:
         """What was done about processes the run left (and what could not be), for the record."""

@@ -274,3 +274,40 @@ def test_exit_statuses_are_named():
     assert parse_size("8G") == 8 << 30 and parse_size("512M") == 512 << 20 and parse_size("none") is None
     with pytest.raises(ValueError, match="not a size"):
         parse_size("lots")
+
+
+def test_inputs_are_written_once_per_content(monkeypatch):
+    """The same inputs on the next run (the same case on another backend) reuse their files; other
+    inputs are written; the kept files stay within INPUT_CACHE_BYTES; every answer is right."""
+    import numpy as np
+
+    from golden.case import Case
+    from hardware import runner
+    from hardware.isolation import Bounds, Isolation, pool, transfer
+
+    written = []
+    write = transfer.write_arrays
+
+    def counting(folder, prefix, arrays):
+        written.append(prefix)
+        return write(folder, prefix, arrays)
+    monkeypatch.setattr(transfer, "write_arrays", counting)
+    iso = Isolation(Bounds(), preload=["hardware.emu"])
+    monkeypatch.setattr(runner, "isolation", iso)
+    try:
+        case = Case("f32_reduction", "row_sum-R8-C64", {"kind": "row_sum", "shape": [8, 64], "variant": "v",
+                                                        "vlen": 256}, 0)
+        xs = [np.arange(8 * 64, dtype=np.float32).reshape(8, 64) * s for s in (1.0, 2.0, 3.0)]
+        for x in (xs[0], xs[0].copy(), xs[1]):
+            run = runner.run_case("emu", case, {"x": x})
+            np.testing.assert_allclose(run["sum"], x.sum(axis=1, dtype=np.float64), rtol=1e-6)
+        assert written == ["in", "in"]               # the second run of xs[0] wrote nothing
+        monkeypatch.setattr(pool, "INPUT_CACHE_BYTES", 1)
+        run = runner.run_case("emu", case, {"x": xs[2]})
+        np.testing.assert_allclose(run["sum"], xs[2].sum(axis=1, dtype=np.float64), rtol=1e-6)
+        assert len(list(iso.dir.glob("inputs-*"))) == 1       # the others were dropped, least recent first
+        run = runner.run_case("emu", case, {"x": xs[0]})       # dropped: written again, still right
+        np.testing.assert_allclose(run["sum"], xs[0].sum(axis=1, dtype=np.float64), rtol=1e-6)
+        assert written == ["in", "in", "in", "in"]
+    finally:
+        iso.close()
