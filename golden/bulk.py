@@ -7,6 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+TORCH_MIN_BYTES = 64 << 20     # above every default-run golden (2048 x 2048 float32 is 16 MiB)
+
 
 def count() -> int:
     """Cores this process may run on."""
@@ -26,9 +28,13 @@ def run(fn, n: int, grain: int) -> None:
 
 
 def empty(shape, dtype=np.float32) -> np.ndarray:
-    """An uninitialised array in torch's memory, as the reference GEMM's output is: numpy asks for
-    transparent huge pages, whose first touch costs several times more system time where memory
-    is fragmented (measured here: 0.2-0.3 s per 256 MiB against 0.13-0.17 s), and the GEMM writes
-    into them more slowly (benchmarks/bench_vocab_golden.py)."""
-    import torch                    # not at import: golden.dtypes is imported where torch is not needed
-    return torch.empty(tuple(np.atleast_1d(shape)), dtype=getattr(torch, np.dtype(dtype).name)).numpy()
+    """An uninitialised array; a big one (vocab-sized) in torch's memory, as the reference GEMM's output is:
+    for such sizes numpy asks for transparent huge pages, whose first touch costs several times more
+    system time where memory is fragmented (measured here: 0.2-0.3 s per 256 MiB against
+    0.13-0.17 s; benchmarks/bench_vocab_golden.py). Smaller ones (every default-run golden) stay
+    numpy's, so that the pytest process does not import torch for them."""
+    shape = tuple(np.atleast_1d(shape))
+    if int(np.prod(shape)) * np.dtype(dtype).itemsize < TORCH_MIN_BYTES:
+        return np.empty(shape, dtype)
+    import torch
+    return torch.empty(shape, dtype=getattr(torch, np.dtype(dtype).name)).numpy()

@@ -225,7 +225,7 @@ def expected(inputs: dict[str, np.ndarray], cfg: GemmConfig,
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b by torch: in float64 when cheap, else float32 (at the machine's GEMM rate)."""
+    """a @ b by numpy's BLAS: in float64 when cheap, else float32 (at the machine's GEMM rate)."""
     macs = a.shape[0] * a.shape[1] * b.shape[1]
     dtype = np.float64 if macs <= _F64_REFERENCE_MACS else np.float32
     c = a.astype(dtype, copy=False) @ b.astype(dtype, copy=False)
