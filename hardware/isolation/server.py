@@ -124,4 +124,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # serve() has killed and reaped everything this server started; the interpreter's own shutdown
+    # with torch and IREE loaded (module teardown, collections) takes seconds that every pytest
+    # process, and every xdist worker, would wait for at its end.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
