@@ -29,6 +29,21 @@ def _gone(pid: int, wait_s: float = 5.0) -> bool:
     return False
 
 
+@pytest.fixture(autouse=True)
+def _sigint_reaches_the_runs():
+    """A launcher that starts this run in the background (``cmd &`` in a script) leaves SIGINT
+    ignored, and an ignored signal stays ignored in every child: the runs under test would never
+    see the SIGINT they are sent. A handler, unlike SIG_IGN, is reset to the default in a child."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "session-timeout", "SIGTERM-xdist"])
 def test_stopped_session_leaves_valid_results(suite, how):
     suite.makepyfile(test_small=SMALL_TEST.format(kinds=KINDS))
