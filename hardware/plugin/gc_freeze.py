@@ -1,9 +1,9 @@
-"""When collection starts and again when it ends, everything alive (torch, numpy, the plugins, then
+"""When collection starts and again when it ends, everything alive (numpy, the plugins, the test modules, then
 the collected items: hundreds of thousands of objects that live until the process ends) moves to
 the garbage collector's permanent generation (``gc.freeze``), so later collections skip it: the
 automatic full collections while ~8000 items are collected and while they run, and pytest's own at
-the session's end (five full ``gc.collect`` calls in its unraisable-exception clean-up, ~1.2 s over
-torch's object graph). Objects created later are collected as before. When the session is
+the session's end (five full ``gc.collect`` calls in its unraisable-exception clean-up: ~1.2 s
+while torch was imported here). Objects created later are collected as before. When the session is
 over, one collection finalizes its garbage (an exception in a finalizer is still pytest's to
 report) and what is left is frozen too, so that pytest's five collections after it find little.
 At exit they are unfrozen, so that the interpreter's last collection finalizes them as it did
