@@ -6,9 +6,15 @@ effort: a cache that cannot be read or written costs the next run the work, neve
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Optional
+
+from hardware.atomic import copy_atomic, write_atomic_bytes
+
+
+def user_cache(name: str) -> Path:
+    """``$XDG_CACHE_HOME/accel-regress/<name>``, else ``~/.cache/accel-regress/<name>``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-regress" / name
 
 
 class DerivedCache:
@@ -17,9 +23,7 @@ class DerivedCache:
 
     def root(self) -> Path:
         env = os.environ.get(self.env)
-        if env:
-            return Path(env)
-        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-regress" / self.name
+        return Path(env) if env else user_cache(self.name)
 
     def path(self, key: str) -> Path:
         return self.root() / f"{key}{self.suffix}"
@@ -37,7 +41,7 @@ class DerivedCache:
         """The cached file copied (atomically) to ``dst``; False when there is none."""
         try:
             path = self.path(key)
-            _copy(path, Path(dst))
+            copy_atomic(path, Path(dst))
             os.utime(path)
             return True
         except OSError:
@@ -45,21 +49,14 @@ class DerivedCache:
 
     def write(self, key: str, data: bytes) -> None:
         try:
-            path = self.path(key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            try:
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
+            write_atomic_bytes(self.path(key), data)
             self._bound()
         except OSError:
             pass
 
     def keep(self, key: str, src: Path) -> None:
         try:
-            _copy(Path(src), self.path(key))
+            copy_atomic(Path(src), self.path(key))
             self._bound()
         except OSError:
             pass
@@ -74,13 +71,3 @@ class DerivedCache:
         kept.sort()
         for _, old in kept[:max(0, len(kept) - self.max_files)]:
             old.unlink(missing_ok=True)
-
-
-def _copy(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    try:
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
-    finally:
-        tmp.unlink(missing_ok=True)

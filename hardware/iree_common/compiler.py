@@ -43,6 +43,7 @@ from typing import Callable, Optional, Sequence
 
 from hardware import schemas
 from hardware.atomic import write_atomic
+from hardware.derived_cache import user_cache
 from hardware.errors import CompileError, Hang
 from hardware.paths import PathRefused, member_path
 
@@ -55,7 +56,7 @@ def cache_root() -> Path:
     env = os.environ.get("ACCEL_IREE_CACHE")
     if env:
         return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-regress" / "iree"
+    return user_cache("iree")
 
 
 @lru_cache(maxsize=1)

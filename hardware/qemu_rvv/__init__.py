@@ -42,14 +42,6 @@ def qemu_cpu(variant: str, vlen: int) -> str:
     return f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
 
 
-def _qemu_version() -> str:
-    exe = shutil.which(QEMU)
-    if not exe:
-        return "missing"
-    out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
-    return out.splitlines()[0].strip() if out else "unknown"
-
-
 def _die_with_parent() -> None:
     """In the qemu child: be killed when the worker that started it dies (a hung run's worker
     is killed by the isolation layer; qemu must not live on)."""
@@ -100,7 +92,7 @@ class QemuRvvBackend(Backend):
         return riscv.check_vlen(variant, vlen)
 
     def versions(self) -> dict[str, str]:
-        return {"iree-compiler": compiler.compiler_version(), "qemu": _qemu_version(), "clang": build.clang_version()}
+        return {"iree-compiler": compiler.compiler_version(), "qemu": build.tool_version(QEMU), "clang": build.clang_version()}
 
     def timeout(self, case: Case) -> float:
         # A plan (fused_decode's steps) builds and runs one harness per program.

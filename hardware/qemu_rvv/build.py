@@ -176,13 +176,20 @@ def _run_clang(argv: list[str], what: str) -> None:
                            detail={"diagnostic": (proc.stderr or proc.stdout)[-8000:], "argv": " ".join(argv)})
 
 
-@lru_cache(maxsize=1)
-def clang_version() -> str:
-    exe = shutil.which(CLANG)
-    if not exe:
-        return "missing"
+def tool_version(name: str) -> str:
+    """The first line of ``name --version`` for the ``name`` on PATH ("missing" when there is none)."""
+    exe = shutil.which(name)
+    return _version_of(exe) if exe else "missing"
+
+
+@lru_cache(maxsize=None)
+def _version_of(exe: str) -> str:
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
     return out.splitlines()[0].strip() if out else "unknown"
+
+
+def clang_version() -> str:
+    return tool_version(CLANG)
 
 
 def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
