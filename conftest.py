@@ -1,3 +1,17 @@
-# This checkout run without being installed: load the plugin as its pytest11 entry point would. The
-# entry point is named after the module, so when it is installed this line is the same registration.
-pytest_plugins = ["hardware.plugin"]
+"""The plugin comes from its pytest11 entry point (`pip install -e .`, scripts/setup.sh).
+
+What this checkout's tests import must be this checkout: an editable install of another tree
+(a second checkout, a worktree) would silently test that tree's code instead.
+"""
+from pathlib import Path
+
+import pytest
+
+
+def pytest_configure(config):
+    import accel_regress
+    here = Path(__file__).resolve().parent
+    got = Path(accel_regress.__file__).resolve().parent.parent
+    if got != here:
+        raise pytest.UsageError(f"accel_regress is imported from {got}, not from this checkout {here}: "
+                                f"run `python -m pip install -e {here}` (scripts/setup.sh does)")

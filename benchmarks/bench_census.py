@@ -5,7 +5,7 @@
 
 Prints two ratios over the numpy pass ``count_nonzero(abs(got - expected) > tol)``:
 - census with a plain float32 allowance (the per-element check only);
-- census with the error model a GEMM golden gives (golden.tolerance.gemm_bfp16 without bfp16
+- census with the error model a GEMM golden gives (accel_regress.golden.tolerance.gemm_bfp16 without bfp16
   emulation: kind "rounding" to bf16, k = 2K, K = 4096), which adds the statistical check. The
   output is the reference rounded to bf16, as a correct device returns it; the allowance is
   gemm_bfp16's 2 gamma_K sum|a||b| + 2**-8 (|ref| + that), with sum|a||b| ~ K * 2/pi for unit
@@ -34,9 +34,9 @@ def _best(fn, repeat: int) -> float:
 def measure(rows: int = 2048, cols: int = 32064, repeat: int = 3) -> dict:
     """CPU seconds of the numpy pass, the plain census and the census with a GEMM error model."""
     import numpy as np
-    from golden import census
-    from golden.dtypes import to_bf16
-    from golden.tolerance import ErrorModel, gamma
+    from accel_regress.golden import census
+    from accel_regress.golden.dtypes import to_bf16
+    from accel_regress.golden.tolerance import ErrorModel, gamma
 
     rng = np.random.default_rng(0)
     K = 4096

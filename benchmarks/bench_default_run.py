@@ -125,26 +125,26 @@ def _timed_run_case(fn):
 
 
 def _instrument():
-    import golden
-    import golden.compare
-    import golden.store
-    import hardware.runner
-    from hardware.isolation import pool
-    from golden.inputs import sha256_of
+    from accel_regress import golden
+    import accel_regress.golden.compare
+    import accel_regress.golden.store
+    import accel_regress.core.runner
+    from accel_regress.core.isolation import pool
+    from accel_regress.golden.inputs import sha256_of
     for info in pkgutil.iter_modules(golden.__path__):
         if info.name == "store":
             continue
-        module = importlib.import_module(f"golden.{info.name}")
+        module = importlib.import_module(f"accel_regress.golden.{info.name}")
         category = "compare" if info.name == "compare" else "golden"
         for name, fn in list(vars(module).items()):
             if inspect.isfunction(fn) and fn.__module__ == module.__name__ and not name.startswith("_"):
                 setattr(module, name, _timed(category, fn))
-    golden.store.cached = _timed_store(golden.store.cached)
+    accel_regress.golden.store.cached = _timed_store(accel_regress.golden.store.cached)
     # Names imported elsewhere (``from golden import assert_close``) are rebound too.
-    golden.assert_close = golden.compare.assert_close
-    golden.census = golden.compare.census
-    hardware.runner.sha256_of = _always("hashing", sha256_of)
-    hardware.runner.run_case = _timed_run_case(hardware.runner.run_case)
+    golden.assert_close = accel_regress.golden.compare.assert_close
+    golden.census = accel_regress.golden.compare.census
+    accel_regress.core.runner.sha256_of = _always("hashing", sha256_of)
+    accel_regress.core.runner.run_case = _timed_run_case(accel_regress.core.runner.run_case)
 
     answer = pool.Isolation._answer
 
@@ -205,7 +205,7 @@ def child(out: str, args: list[str]) -> int:
     cpu_marks = [cpu_start, *(phases.cpu[n] for n in ("collection", "items", "end") if n in phases.cpu),
                  time.process_time()]
     cpu = dict(zip(["start", "collection", "items", "end"], (b - a for a, b in zip(cpu_marks, cpu_marks[1:]))))
-    from golden import store
+    from accel_regress.golden import store
     Path(out).write_text(json.dumps({"total": total, "exit": int(code), "spent": spent,
                                      "golden_by_family": golden_by_family, "store": store.stats,
                                      "phases": _phase_times(phases, start, total), "cpu": cpu,

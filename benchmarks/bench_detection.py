@@ -31,13 +31,17 @@ from ml_dtypes import bfloat16
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden import census, gemm, matmul as mm, reductions as R, tiles  # noqa: E402
-from golden.dtypes import FORMATS, ulp  # noqa: E402
-from golden.tolerance import ErrorModel  # noqa: E402
-from hardware.emu import f32_reduction as emu_red  # noqa: E402
-from hardware.emu import gemm_partition_n as emu_gemm  # noqa: E402
-from hardware.emu import matmul as emu_mm  # noqa: E402
-from hardware.emu import rowexpandmul_fillpad as emu_tiles  # noqa: E402
+from accel_regress.golden import census
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.families.matmul import golden as mm
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.families.rowexpandmul_fillpad import golden as tiles  # noqa: E402
+from accel_regress.golden.dtypes import FORMATS, ulp  # noqa: E402
+from accel_regress.golden.tolerance import ErrorModel  # noqa: E402
+from accel_regress.families.f32_reduction import emu as emu_red  # noqa: E402
+from accel_regress.families.gemm_partition_n import emu as emu_gemm  # noqa: E402
+from accel_regress.families.matmul import emu as emu_mm  # noqa: E402
+from accel_regress.families.rowexpandmul_fillpad import emu as emu_tiles  # noqa: E402
 
 
 # --- roundings a faulty device may use ------------------------------------------------------------
@@ -117,7 +121,7 @@ class Gemm(Family):
 
 
 def _gemm_bf16_acc(op, a, b):
-    from golden.dtypes import quantize_bfp16
+    from accel_regress.golden.dtypes import quantize_bfp16
     if op.emulate_bfp16:
         a, b = quantize_bfp16(a, 1), quantize_bfp16(b, 0)
     return accumulate(a, b, round_bf16).astype(np.float32)

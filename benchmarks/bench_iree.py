@@ -40,10 +40,10 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-iree-"))
     os.environ["ACCEL_IREE_CACHE"] = str(tmp / "iree")
 
-    from golden import reductions as R
-    from hardware.iree_common.program import program_for
-    from hardware.iree_cpu import IreeCpuBackend
-    from hardware.qemu_rvv import QemuRvvBackend, build, qemu_cpu
+    from accel_regress.families.f32_reduction import golden as R
+    from accel_regress.toolchains.iree.program import program_for
+    from accel_regress.backends.iree_cpu import IreeCpuBackend
+    from accel_regress.backends.qemu_rvv import QemuRvvBackend, build, qemu_cpu
 
     cpu, qemu = IreeCpuBackend(), QemuRvvBackend()
     have_cpu, have_qemu = cpu.availability() is None, qemu.availability() is None

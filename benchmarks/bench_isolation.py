@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden import gemm  # noqa: E402
-from hardware import runner  # noqa: E402
-from hardware.isolation import Bounds, Isolation  # noqa: E402
+from accel_regress.families.gemm_partition_n import golden as gemm  # noqa: E402
+from accel_regress.core import runner  # noqa: E402
+from accel_regress.core.isolation import Bounds, Isolation  # noqa: E402
 
 SMALL = ["M64-K512-N256-m16-k64-n64-c4-bT-cF-P4", "M192-K384-N64-m48-k96-n16-c4-bF-cF-P1",
          "M192-K384-N64-m48-k96-n16-c4-bT-cT-P1", "M384-K1536-N1792-m32-k48-n64-c4-bT-cF-P1"]
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     configs = {c.id: c for c in gemm.CI_CONFIGS}
 
-    iso = Isolation(Bounds(), preload=["hardware.emu", "hardware.emu.gemm_partition_n"])
+    iso = Isolation(Bounds(), preload=["accel_regress.backends.emu", "accel_regress.families.gemm_partition_n.emu"])
     t = time.perf_counter()
     iso.start()
     jobs = {}

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(argv=None) -> int:
-    from golden.inputs import CLASSES
+    from accel_regress.golden.inputs import CLASSES
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--dims", default="512,640")
     p.add_argument("--hw", default="emu,iree-cpu")
@@ -28,9 +28,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-matmul-") as cache:
         os.environ["ACCEL_IREE_CACHE"] = cache
         os.environ["ACCEL_IREE_AMD_AIE_CACHE"] = cache
-        from golden import matmul as mm
-        from hardware import registry
-        from hardware.runner import run_case
+        from accel_regress.families.matmul import golden as mm
+        from accel_regress.core import registry
+        from accel_regress.core.runner import run_case
 
         shapes = mm.cube(int(x) for x in args.dims.split(","))
         golden_s, cases = 0.0, []

@@ -1,4 +1,4 @@
-"""``python benchmarks/bench_merge.py [CASES] [RUNNERS]``: time ``python -m hardware merge`` on CASES
+"""``python benchmarks/bench_merge.py [CASES] [RUNNERS]``: time ``python -m accel_regress merge`` on CASES
 cases spread over RUNNERS results files (default 100,000 over 10, issue 19's figure), and the ratio
 of the time per case at CASES and at CASES/10 (about 1 when merge is linear)."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hardware import merge, results  # noqa: E402
-from hardware.strict_json import dumps  # noqa: E402
+from accel_regress.results import merge, record as results  # noqa: E402
+from accel_regress.results.strict_json import dumps  # noqa: E402
 
 
 def runner_file(folder: Path, i: int, n: int) -> Path:

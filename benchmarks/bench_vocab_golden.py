@@ -45,8 +45,8 @@ def _f32_gemm(M: int, K: int, N: int) -> dict[str, tuple[float, float, float]]:
 
 
 def main(argv=None) -> int:
-    from golden import gemm
-    from golden.bulk import count
+    from accel_regress.families.gemm_partition_n import golden as gemm
+    from accel_regress.golden.bulk import count
     import torch
 
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])

@@ -47,7 +47,7 @@ def _children_cpu() -> float:
 
 
 def _iree_entries() -> int:
-    from hardware.iree_common import compiler
+    from accel_regress.toolchains.iree import compiler
     root = compiler.cache_root()
     return sum(1 for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else 0
 
@@ -67,7 +67,7 @@ def run(mode: str, args: list[str], tmp: Path, cold_golden: bool = False) -> dic
     if cold_golden:
         env["ACCEL_GOLDEN_CACHE"] = str(tmp / "golden")
     if mode.endswith("+wide"):
-        from hardware.plugin.parallel import THREAD_VARIABLES
+        from accel_regress.plugin.parallel import THREAD_VARIABLES
         env.update({var: str(os.cpu_count() or 1) for var in THREAD_VARIABLES})
     argv = [sys.executable, "-m", "pytest", *args, "-q", "-p", "no:cacheprovider", "-p", "xdist_probe",
             f"--report-dir={tmp / 'reports'}", *_mode_args(mode)]

@@ -71,7 +71,7 @@ def pytest_configure(config):
     _t["configure"] = time.time()
     _t["cpu_configure"] = _cpu()
     try:
-        from golden import store
+        from accel_regress.golden import store
     except ImportError:
         return
     lock = getattr(store, "_lock", None)
@@ -115,7 +115,7 @@ def pytest_unconfigure(config):
     if not out:
         return
     try:
-        from golden import store
+        from accel_regress.golden import store
         stats = dict(store.stats)
     except ImportError:
         stats = {}

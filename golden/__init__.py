@@ -2,7 +2,7 @@
 
 Nothing in this package knows about devices or backends.
 """
-from golden.case import Case
-from golden.compare import Census, Mismatch, assert_close, census
+from accel_regress.golden.case import Case
+from accel_regress.golden.compare import Census, Mismatch, assert_close, census
 
 __all__ = ["Case", "Census", "Mismatch", "assert_close", "census"]

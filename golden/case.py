@@ -27,7 +27,7 @@ class Case:
     def make(cls, op: str, case_id: str, params: Mapping[str, Any], base_seed: int = 0,
              seed_id: str | None = None) -> "Case":
         """``seed_id`` (default ``case_id``): the identity the inputs are drawn from, when cases
-        that share an id differ in what they draw (an input class: golden.inputs.seed_id)."""
+        that share an id differ in what they draw (an input class: accel_regress.golden.inputs.seed_id)."""
         return cls(op, case_id, dict(params), case_seed(op, seed_id or case_id, base_seed))
 
     def to_json(self) -> dict:

@@ -5,7 +5,7 @@ greatest absolute and relative difference with index and allowance), plus what a
 hunt needs: the Pearson correlation, the worst elements, and where the out-of-tolerance elements
 lie (rows and column ranges), so a wrong partition or a garbage tile row is named, not counted.
 
-With an error model (golden.tolerance.ErrorModel as ``tol``) a second check looks at all elements
+With an error model (accel_regress.golden.tolerance.ErrorModel as ``tol``) a second check looks at all elements
 together: the mean signed error (bias), the mean of sign(expected) * error (magnitude bias) and
 the rms error (spread) must agree with the model. These catch what no single element shows: a
 wrong rounding mode, an accumulator that is too narrow, a gain error.
@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from golden.dtypes import FORMATS
-from golden.tolerance import MEAN_RESOLUTION, ErrorModel, bernstein
+from accel_regress.golden.dtypes import FORMATS
+from accel_regress.golden.tolerance import MEAN_RESOLUTION, ErrorModel, bernstein
 
 _CHUNK_ELEMENTS = 1 << 18        # a chunk's temporaries stay in cache
 _MAX_REGIONS = 8
@@ -229,7 +229,7 @@ def census(got, expected, *, atol=0.0, rtol=0.0, tol=None, min_corr=None, name="
     """Compare ``got`` with ``expected``; allowed difference is atol + rtol*|expected| + tol.
 
     ``tol`` is an optional per-element absolute allowance broadcastable to ``expected``, or a
-    golden.tolerance.ErrorModel, which adds the statistical check. Regions are reported over the
+    accel_regress.golden.tolerance.ErrorModel, which adds the statistical check. Regions are reported over the
     last two axes (leading axes are folded into rows).
     """
     got = np.asarray(got)

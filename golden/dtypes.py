@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 from ml_dtypes import bfloat16
 
-from golden import bulk
+from accel_regress.golden import bulk
 
 BF16_UNIT_ROUNDOFF = 2.0 ** -8      # bf16 keeps 8 significant bits (7 stored + implicit)
 F32_UNIT_ROUNDOFF = 2.0 ** -24

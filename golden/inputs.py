@@ -11,8 +11,8 @@ from typing import Mapping
 
 import numpy as np
 
-from golden import bulk
-from golden.dtypes import to_bf16
+from accel_regress.golden import bulk
+from accel_regress.golden.dtypes import to_bf16
 
 
 def rng(seed: int) -> np.random.Generator:

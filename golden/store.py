@@ -53,6 +53,9 @@ MEMO_BYTES = 1 << 30                 # in this process
 MIN_SECONDS = 0.02                   # cheaper goldens are recomputed, not read back
 MANIFEST = "manifest.json"
 _GOLDEN_DIR = Path(__file__).resolve().parent
+_FAMILIES_DIR = _GOLDEN_DIR.parent / "families"     # the built-in families' golden modules
+# The packages whose dataclasses a manifest may name: golden's own and the built-in families'.
+_GOLDEN_PACKAGES = ("accel_regress.golden.", "accel_regress.families.")
 # Modules of golden/ that compute nothing a golden holds: editing them keeps the store warm.
 _NOT_GENERATORS = {"compare.py", "store.py", "__init__.py"}
 
@@ -110,11 +113,13 @@ def clear_memo() -> None:
 
 @lru_cache(maxsize=1)
 def generator_version() -> str:
-    """Digest of what makes a golden: golden/'s generator sources and the numeric libraries."""
+    """Digest of what makes a golden: golden/'s and the families' sources and the numeric libraries."""
     h = hashlib.sha256(f"format {FORMAT}".encode())
     for path in sorted(_GOLDEN_DIR.glob("*.py")):
         if path.name not in _NOT_GENERATORS:
             h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(_FAMILIES_DIR.glob("*/*.py")):
+        h.update(path.relative_to(_FAMILIES_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     for dist in ("numpy", "ml_dtypes", "torch"):
         try:
             h.update(f"{dist}={metadata.version(dist)}\0".encode())
@@ -248,7 +253,7 @@ def _encode(value, arrays: list) -> dict:
         return {"t": type(value).__name__, "items": [_encode(v, arrays) for v in value]}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         cls = type(value)
-        if not cls.__module__.startswith("golden."):
+        if not cls.__module__.startswith(_GOLDEN_PACKAGES):
             raise _Unstorable(f"{cls.__module__}.{cls.__qualname__} is not a golden class")
         return {"t": "dataclass", "cls": f"{cls.__module__}:{cls.__qualname__}",
                 "items": [[f.name, _encode(getattr(value, f.name), arrays)] for f in dataclasses.fields(value)]}
@@ -270,7 +275,7 @@ def _decode(node: dict, arrays: list):
         return tuple(items) if t == "tuple" else items
     if t == "dataclass":             # only golden's own dataclasses: a manifest names no other code
         module, _, name = node["cls"].partition(":")
-        if not module.startswith("golden."):
+        if not module.startswith(_GOLDEN_PACKAGES):
             raise _Corrupt(f"{node['cls']} is not a golden class")
         cls = getattr(importlib.import_module(module), name)
         if not dataclasses.is_dataclass(cls):

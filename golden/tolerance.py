@@ -46,9 +46,17 @@ import math
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from golden import bulk
-from golden.dtypes import (BF16_UNIT_ROUNDOFF, BFP16_BLOCK, F32_UNIT_ROUNDOFF, FORMATS,
-                           axis_last_blocks, block_step, block_view, ulp)
+from accel_regress.golden import bulk
+from accel_regress.golden.dtypes import (
+    BF16_UNIT_ROUNDOFF,
+    BFP16_BLOCK,
+    F32_UNIT_ROUNDOFF,
+    FORMATS,
+    axis_last_blocks,
+    block_step,
+    block_view,
+    ulp,
+)
 
 Z_SIGMA = 8.0
 

@@ -1,26 +1,21 @@
-"""``python -m hardware [COMMAND ...]``: with no command, list every backend and why it is (not) usable."""
+"""``accel-regress [COMMAND ...]`` (``python -m accel_regress``).
+
+With no command, list every backend and why it is (not) usable."""
 from __future__ import annotations
 
 import importlib
 import sys
 
-# command -> "module:function(argv) -> exit code"
-COMMANDS = {
-    "list": "hardware.__main__:list_backends",
-    "gate": "hardware.gate:main",
-    "expectations": "hardware.expectations:main",
-    "merge": "hardware.merge:main",
-    "report": "hardware.report:main",
-    "trend": "hardware.trend:main",
-    "sweep": "hardware.sweep:main",
-    "lint-pto": "hardware.pypto.lint:main",
-    "scan-rvv": "hardware.qemu_rvv.scan:main",
-}
+
+def commands() -> dict[str, str]:
+    """command -> "module:function(argv) -> exit code", from the entry-point group accel_regress.commands."""
+    from accel_regress.core import registry
+    return {name: reg.value for name, reg in registry.registrations("command").items()}
 
 
 def list_backends(argv) -> int:
     """Every registered backend and why it is (not) usable; then every registration and its source."""
-    from hardware import registry
+    from accel_regress.core import registry
     try:
         backends = registry.registrations("backend")
     except registry.RegistrationError as exc:
@@ -51,6 +46,11 @@ def list_backends(argv) -> int:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        COMMANDS = commands()
+    except Exception as exc:
+        print(f"accel-regress registrations: {exc}", file=sys.stderr)
+        return 2
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         print("commands: " + ", ".join(COMMANDS))

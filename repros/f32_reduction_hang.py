@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden import reductions as R  # noqa: E402
-from golden.compare import census  # noqa: E402
-from hardware import registry, runner  # noqa: E402
-from hardware.runner import run_case  # noqa: E402
+from accel_regress.families.f32_reduction import golden as R  # noqa: E402
+from accel_regress.golden.compare import census  # noqa: E402
+from accel_regress.core import registry, runner  # noqa: E402
+from accel_regress.core.runner import run_case  # noqa: E402
 
 # The seed's micro-tests (mt_*) and the kind and shape each one is here.
 MICROTESTS = [

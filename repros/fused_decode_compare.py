@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden import census  # noqa: E402
-from golden import fused_decode as F  # noqa: E402
-from hardware import registry, runner  # noqa: E402
-from hardware.runner import run_case  # noqa: E402
+from accel_regress.golden import census  # noqa: E402
+from accel_regress.families.fused_decode import golden as F  # noqa: E402
+from accel_regress.core import registry, runner  # noqa: E402
+from accel_regress.core.runner import run_case  # noqa: E402
 
 SIZES = {"small": F.SMALL, "llama": F.LLAMA_3_2_1B}
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden import gemm  # noqa: E402
-from golden.compare import census  # noqa: E402
-from hardware import runner  # noqa: E402
-from hardware.runner import run_case  # noqa: E402
+from accel_regress.families.gemm_partition_n import golden as gemm  # noqa: E402
+from accel_regress.golden.compare import census  # noqa: E402
+from accel_regress.core import runner  # noqa: E402
+from accel_regress.core.runner import run_case  # noqa: E402
 
 SIZES = {"small": gemm.VOCAB_MINI, "llama": gemm.LLAMA_VOCAB}
 

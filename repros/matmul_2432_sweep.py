@@ -17,8 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden import matmul as golden_matmul  # noqa: E402
-from hardware import registry, runner, sweep, verdicts  # noqa: E402
+from accel_regress.families.matmul import golden as golden_matmul  # noqa: E402
+from accel_regress.core import registry, runner, verdicts
+from accel_regress.families.matmul import sweep  # noqa: E402
 
 BACKENDS = ("emu", "iree-cpu", "iree-amd-aie")
 PROG = "repros/matmul_2432_sweep.py"

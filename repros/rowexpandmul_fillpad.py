@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden import tiles  # noqa: E402
-from golden.compare import Mismatch  # noqa: E402
-from hardware import registry, runner  # noqa: E402
-from hardware.errors import VerdictError  # noqa: E402
-from hardware.runner import run_case  # noqa: E402
+from accel_regress.families.rowexpandmul_fillpad import golden as tiles  # noqa: E402
+from accel_regress.golden.compare import Mismatch  # noqa: E402
+from accel_regress.core import registry, runner  # noqa: E402
+from accel_regress.core.errors import VerdictError  # noqa: E402
+from accel_regress.core.runner import run_case  # noqa: E402
 
 VARIANTS = {"fused": ("fused", True), "fused-noreuse": ("fused", False), "split": ("split", True),
             "loaded": ("loaded", True), "mul": ("mul", True)}
@@ -46,7 +46,7 @@ def conclusion(verdicts: dict) -> str:
         text.append("Nor is mul: the plain-mul control passes.")
     if ok("split"):
         text.append("Splitting into two blocks (a round trip through GM) works around it.")
-    text.append("Check the emitted C++ with `python -m hardware lint-pto <build_output>`.")
+    text.append("Check the emitted C++ with `python -m accel_regress lint-pto <build_output>`.")
     return "\n".join(text)
 
 

@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 TEST = textwrap.dedent('''
     import numpy as np
     import pytest
-    from golden.case import Case
+    from accel_regress.golden.case import Case
 
     pytestmark = pytest.mark.family("gemm_partition_n")
     PARAMS = dict(M=16, K=64, N=64, tile_m=16, tile_k=64, tile_n=64, num_aie_columns=1,
@@ -127,7 +127,7 @@ def one_round(folder: Path, kinds: list[str], rng: random.Random, tag: str) -> d
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(folder)]), SOAK_DIR=str(folder),
                SOAK_TAG=tag)
     env.pop("ACCEL_HW", None)
-    argv = [sys.executable, "-m", "pytest", "-p", "hardware.plugin", "-p", "no:cacheprovider", "-q",
+    argv = [sys.executable, "-m", "pytest", "-p", "accel-regress", "-p", "no:cacheprovider", "-q",
             "--hw", "emu", "--case-timeout", "2", "--max-hangs", "0", "--inject-fault", "faults.py:fault",
             "--worker-memory", "3G", "test_soak.py"]
     # A random point of the run, counted in finished cases (0: as soon as the session has started,

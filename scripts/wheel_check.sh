@@ -36,9 +36,9 @@ for m in (hardware, gelu_ops):
     if m.__file__.startswith(sys.argv[1]) or "site-packages" not in m.__file__:
         sys.exit(f"{m.__name__} comes from {m.__file__}")
 EOF
-"$py" -m hardware > "$work/listing.txt" || fail "python -m hardware"
+"$py" -m hardware > "$work/listing.txt" || fail "python -m accel_regress"
 grep -q "gelu-toy = gelu_ops.toy_backend:ToyBackend  \[gelu-ops 0.1.0 (installed" "$work/listing.txt" \
-  || fail "python -m hardware does not list the example's backend with its source"
+  || fail "python -m accel_regress does not list the example's backend with its source"
 
 step "running the example's tests outside this tree ($work/gelu-ops)"
 mkdir -p "$work/gelu-ops"

@@ -1,8 +1,8 @@
 """f32 reductions (seed 004): every reduction and control against a float64 golden.
 
-Each case is one program (golden/reductions.py: kind, shape, RISC-V flag variant, VLEN); every
+Each case is one program (families/f32_reduction/golden.py: kind, shape, RISC-V flag variant, VLEN); every
 output is compared element by element within the f32-summation error model of
-golden/reductions.py. A hang is its own verdict (HANG, never a stalled suite); with
+families/f32_reduction/golden.py. A hang is its own verdict (HANG, never a stalled suite); with
 ``--inject-fault saturn-f32-reduction-hang`` every reduction case is HANG and every control
 passes.
 
@@ -19,9 +19,9 @@ import os
 
 import pytest
 
-from golden import assert_close, store
-from golden import reductions as R
-from hardware.iree_common import riscv
+from accel_regress.golden import assert_close, store
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.toolchains.iree import riscv
 
 pytestmark = pytest.mark.family(R.OP)
 
@@ -142,11 +142,11 @@ def test_saturn_codegen_signature(request, case):
     vslidedown.vi in one loop under ``vsetivli zero, 1, e32, mf2``)."""
     if os.environ.get("ACCEL_SATURN_SCAN") != "1" and "firesim" not in request.config._accel_hw:
         pytest.skip("Saturn codegen check: runs with --hw firesim or ACCEL_SATURN_SCAN=1")
-    from hardware.iree_common import compiler
+    from accel_regress.toolchains.iree import compiler
     if compiler.availability():
         pytest.skip(compiler.availability())
-    from hardware.iree_common.program import program_for
-    from hardware.qemu_rvv import build, scan
+    from accel_regress.toolchains.iree.program import program_for
+    from accel_regress.backends.qemu_rvv import build, scan
     variant = case.params["variant"]
     compiled = build.compile_riscv(program_for(case), variant, name=case.id)
     scans = scan.scan_dir(compiled.dir / "dump")

@@ -1,6 +1,6 @@
 """Fused Llama decode block (seed 001): compare mode step by step, and the fused block end to end.
 
-Compare mode (seed 001's FusedCompareCallable): every step of golden/fused_decode.py's runlist
+Compare mode (seed 001's FusedCompareCallable): every step of families/fused_decode/golden.py's runlist
 against its operator's reference, re-seeded from the backend's own inputs to that step, so a
 failure names the first divergent step and no error accumulates. End to end: the block run as one
 fused program (a second case, same inputs) against the float64 golden of the whole block. A backend whose steps are all right
@@ -11,8 +11,8 @@ Reference mode (the whole runlist on the CPU, no device) is
 import numpy as np
 import pytest
 
-from golden import assert_close, store
-from golden import fused_decode as F
+from accel_regress.golden import assert_close, store
+from accel_regress.families.fused_decode import golden as F
 
 pytestmark = pytest.mark.family(F.OP)
 

@@ -9,9 +9,10 @@ own partition_N=1 GEMM.
 """
 import pytest
 
-from golden import assert_close, gemm, store
-from golden import inputs as classes
-from hardware.budget import simulator_budget_skip
+from accel_regress.golden import assert_close, store
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.golden import inputs as classes
+from accel_regress.core.budget import simulator_budget_skip
 
 pytestmark = pytest.mark.family(gemm.OP)
 

@@ -4,16 +4,16 @@ could be wrong on iree-amd-aie: m=n=k in {2048, 2304, 2432}, the sweep cubes {51
 
 Exact inputs (small integers and powers of two) and the other bit-exact input classes are
 compared bit for bit (any difference is a bug); normal and shifted inputs within the error model
-of golden/matmul.py. A compile error or a hang is its own verdict (raised by
+of families/matmul/golden.py. A compile error or a hang is its own verdict (raised by
 ``run["out"]``), never a wrong number. The whole cube as a table, with its rule:
-``python -m hardware sweep --op matmul --hw BACKEND --dims 512,640``.
+``python -m accel_regress sweep --op matmul --hw BACKEND --dims 512,640``.
 """
 import pytest
 
-from golden import assert_close, store
-from golden import inputs as classes
-from golden import matmul as mm
-from hardware.budget import simulator_budget_skip
+from accel_regress.golden import assert_close, store
+from accel_regress.golden import inputs as classes
+from accel_regress.families.matmul import golden as mm
+from accel_regress.core.budget import simulator_budget_skip
 
 pytestmark = pytest.mark.family(mm.OP)
 

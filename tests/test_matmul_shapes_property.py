@@ -6,7 +6,7 @@ error, hang), hypothesis shrinks it to a minimal failing shape and prints it wit
 reruns just that shape.
 
 Deterministic by default (profile ``accel-ci``: fixed examples, no database written); for long
-runs on hardware: ``pytest --hypothesis-profile explore`` (hardware/hypothesis_profiles.py).
+runs on hardware: ``pytest --hypothesis-profile explore`` (hardware/plugin/hypothesis_profiles.py).
 """
 import shlex
 
@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from golden import assert_close
-from golden import matmul as mm
-from hardware import VerdictError, hypothesis_profiles
+from accel_regress.golden import assert_close
+from accel_regress.families.matmul import golden as mm
+from accel_regress import VerdictError
+from accel_regress.plugin import hypothesis_profiles
 
 pytestmark = pytest.mark.family(mm.OP)
 

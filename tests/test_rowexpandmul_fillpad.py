@@ -2,7 +2,7 @@
 controls, and a2a3 against a2a3sim.
 
 Every case checks the whole [R, C] tile against the float64 reference within the one-rounding
-error model of golden/tiles.py (the census names the wrong rows and column ranges, split into
+error model of families/rowexpandmul_fillpad/golden.py (the census names the wrong rows and column ranges, split into
 garbage and never-written elements), and separately that every element outside the valid region
 holds the pad value. The controls of the seed's bisection (split, loaded, mul) run with the
 same shapes. When both a2a3 and a2a3sim are selected their outputs are also compared with each
@@ -11,10 +11,11 @@ over ptoas-emitted C++.
 """
 import pytest
 
-from golden import census, store, tiles
-from golden import inputs as classes
-from hardware import runner
-from hardware.budget import skip_on_simulator
+from accel_regress.golden import census, store
+from accel_regress.families.rowexpandmul_fillpad import golden as tiles
+from accel_regress.golden import inputs as classes
+from accel_regress.core import runner
+from accel_regress.core.budget import skip_on_simulator
 
 pytestmark = pytest.mark.family(tiles.OP)
 
@@ -128,7 +129,7 @@ def test_a2a3_matches_a2a3sim(request, cfg, case, inputs, expected):
 # --- the codegen lint over ptoas output (--pto-cpp DIR) ----------------------------------------
 
 def test_ptoas_codegen_lint(pto_cpp):
-    from hardware.pypto import lint
+    from accel_regress.backends.pypto import lint
     findings, files = lint.lint_paths([pto_cpp])
     assert files, f"--pto-cpp {pto_cpp}: no .cpp files found"
     if findings:

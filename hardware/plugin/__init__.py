@@ -1,4 +1,4 @@
-"""The accel-regress pytest plugin (entry point ``pytest11``: ``hardware.plugin``).
+"""The accel-regress pytest plugin (entry point ``pytest11``: ``accel_regress.plugin``).
 
 The core, one concern per module:
 - ``options``    command-line and ini options, their validation, the backend selection
@@ -11,26 +11,36 @@ The core, one concern per module:
   its fork server stopped when its session ends
 
 Features register here as plugins of their own; backends are not plugins: they register through
-entry points (hardware/registry.py).
+entry points (hardware/core/registry.py).
 """
+from accel_regress.core import registry as _registry
+
+
+def _registered_plugins() -> list[str]:
+    try:
+        return [reg.value for reg in _registry.registrations("plugin").values()]
+    except _registry.RegistrationError:
+        return []    # reported where it can be, at configure (the backends' registrations are read there)
+
+
 pytest_plugins = [
-    "hardware.plugin.fixtures",
-    "hardware.plugin.isolation",
-    "hardware.plugin.recording",
-    "hardware.plugin.terminal",
-    "hardware.plugin.gc_freeze",
-    "hardware.plugin.parallel",
-    "hardware.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
-    "hardware.report.plugin",           # markdown, html and heatmaps after results.json
-    "hardware.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N
-    "hardware.npu.markers",             # supported_devices, --npu-artifacts, --npu-mode
-    "hardware.pypto.pto_cpp_option",    # --pto-cpp: lint ptoas output
-    "hardware.qemu_rvv.report_plugin",  # RVV codegen scan in qemu-rvv / firesim records
-    "hardware.plugin.hypothesis_setup", # accel-ci (default) and explore profiles, once hypothesis is in use
-    "hardware.plugin.options",          # last: it gives every option above an ini twin
+    "accel_regress.plugin.fixtures",
+    "accel_regress.plugin.isolation",
+    "accel_regress.plugin.recording",
+    "accel_regress.plugin.terminal",
+    "accel_regress.plugin.gc_freeze",
+    "accel_regress.plugin.parallel",
+    "accel_regress.results.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
+    "accel_regress.results.report.plugin",           # markdown, html and heatmaps after results.json
+    "accel_regress.plugin.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N
+    "accel_regress.plugin.hypothesis_setup",         # accel-ci (default) and explore profiles, once hypothesis is in use
+    # The plugins backends and families bring (entry-point group accel_regress.plugins), e.g. the
+    # NPU's supported_devices marker or qemu-rvv's codegen scan in the records.
+    *_registered_plugins(),
+    "accel_regress.plugin.options",                  # last: it gives every option above an ini twin
 ]
 
 
 def pytest_addhooks(pluginmanager):
-    from hardware import hookspecs
+    from accel_regress.core import hookspecs
     pluginmanager.add_hookspecs(hookspecs)

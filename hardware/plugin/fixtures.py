@@ -6,9 +6,9 @@ from typing import Optional
 
 import pytest
 
-from golden.case import Case
-from hardware import registry, runner
-from hardware.errors import SetupError, Unsupported
+from accel_regress.golden.case import Case
+from accel_regress.core import registry, runner
+from accel_regress.core.errors import SetupError, Unsupported
 
 
 class Hardware:

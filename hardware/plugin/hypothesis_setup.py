@@ -1,4 +1,4 @@
-"""Registers the suite's hypothesis profiles (hardware/hypothesis_profiles.py) only when
+"""Registers the suite's hypothesis profiles (hardware/plugin/hypothesis_profiles.py) only when
 hypothesis is in use, so that a run without property tests never imports it (~0.3 s, and more
 where pytest cannot cache its rewrite of hypothesis' ~70 modules: PYTHONDONTWRITEBYTECODE or a
 read-only site-packages).
@@ -25,7 +25,7 @@ _registered = False
 def register() -> None:
     global _registered
     if not _registered:
-        import hardware.hypothesis_profiles  # noqa: F401 (registers the profiles on import)
+        import accel_regress.plugin.hypothesis_profiles  # noqa: F401 (registers the profiles on import)
         _registered = True
 
 

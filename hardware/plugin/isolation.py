@@ -11,9 +11,9 @@ from typing import Optional
 
 import pytest
 
-from hardware import devices, registry, runner
+from accel_regress.core import devices, registry, runner
 
-# Why the session stopped early, once something stopped it (read by hardware.plugin.recording).
+# Why the session stopped early, once something stopped it (read by accel_regress.plugin.recording).
 stop_reason: Optional[str] = None
 # "starting" until collection begins (no results sink yet, and pytest would skip its session end),
 # "running", then "finishing" while results are written: a stop signal only interrupts "running";
@@ -32,21 +32,18 @@ def _is_xdist_controller(config) -> bool:
 def _preload_modules(names) -> list[str]:
     """Modules the fork server imports once, so every worker starts warm."""
     import importlib.util
-    backends = registry.registrations("backend")
     mods = []
     for name in names:
         if registry.availability(name) is not None:
             continue
-        mods.append(backends[name].value.split(":")[0])
-        if name == "emu":
-            mods += [r.value.split(":")[0] for r in registry.registrations("emu_model").values()]
+        mods += registry.get(name).preload_modules()
     return [m for m in mods if importlib.util.find_spec(m.split(".")[0]) is not None]
 
 
 def pytest_configure(config):
     config._accel_saved_runner = (runner.isolation, runner.hang_guard, runner.devices)
-    from hardware.isolation import Bounds, HangGuard
-    from hardware.isolation.bounds import default_memory, parse_size
+    from accel_regress.core.isolation import Bounds, HangGuard
+    from accel_regress.core.isolation.bounds import default_memory, parse_size
     try:
         memory = config.getoption("worker_memory")
         memory_bytes = default_memory() if memory == "auto" else parse_size(memory)
@@ -75,7 +72,7 @@ _isolations: dict = {}
 def _isolation_for(bounds, preload):
     """One fork server per process and setting: sessions inside a session (pytester) share it
     instead of paying a torch import each; all are closed when the process exits."""
-    from hardware.isolation import Isolation
+    from accel_regress.core.isolation import Isolation
     key = (bounds, tuple(preload))
     if key not in _isolations:
         if not _isolations:
@@ -92,7 +89,7 @@ def _close_isolations() -> None:
 
 def _on_stop_signal(signum, frame):
     # A KeyboardInterrupt takes pytest's own interrupted path: the session finishes, results.json is
-    # written, and the running case is marked INTERRUPTED (hardware.plugin.recording).
+    # written, and the running case is marked INTERRUPTED (accel_regress.plugin.recording).
     global stop_reason
     stop_reason = stop_reason or signal.Signals(signum).name
     if phase == "running":

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from hardware import registry
+from accel_regress.core import registry
 
 
 def _timeout(text: str) -> float:
@@ -195,7 +195,7 @@ def pytest_configure(config):
     for arg in _FEATURE:
         _resolve_feature(config, arg)
     _check_session_timeout(config)
-    from golden import store
+    from accel_regress.golden import store
     store.configure(enabled=not config.getoption("no_golden_cache"))
     try:
         config._accel_hw = registry.parse(config.getoption("hw"))
@@ -205,7 +205,7 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--hw: {exc}") from None
     spec = config.getoption("inject_fault")
     if spec:
-        from hardware import faults
+        from accel_regress.core import faults
         try:
             faults.load(spec)
         except Exception as exc:

@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from hardware.plugin import isolation
+from accel_regress.plugin import isolation
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -1,5 +1,5 @@
 """One result record per suite case (a test that uses ``hw``): its verdict, stage, census and runs;
-results.jsonl as cases finish and results.json at the end (hardware/results.py); cases that were
+results.jsonl as cases finish and results.json at the end (hardware/results/record.py); cases that were
 running when the session stopped are recorded as INTERRUPTED."""
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from typing import Optional
 
 import pytest
 
-from golden.compare import Mismatch
-from hardware import registry, results, runner, verdicts
-from hardware.errors import SetupError, VerdictError
-from hardware.plugin import isolation
-from hardware.plugin.fixtures import NOT_APPLICABLE
+from accel_regress.golden.compare import Mismatch
+from accel_regress.core import registry, runner, verdicts
+from accel_regress.results import record as results
+from accel_regress.core.errors import SetupError, VerdictError
+from accel_regress.plugin import isolation
+from accel_regress.plugin.fixtures import NOT_APPLICABLE
 
 _RECORD = pytest.StashKey[dict]()
 PROP = "accel_regress"      # the JUnit property that carries a case's record, as JSON

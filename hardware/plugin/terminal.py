@@ -1,4 +1,4 @@
-"""What the run prints at its end (hardware/summary.py): the gate's verdict, the family x backend
+"""What the run prints at its end (hardware/results/summary.py): the gate's verdict, the family x backend
 table, backends not run and why, the SKIPs that matter, the problems with their rerun lines, and
 where the reports are."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware import summary
+from accel_regress.results import summary
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)   # outermost: after pytest's short summary, so last
@@ -18,7 +18,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr = terminalreporter
     tr.section("accel-regress summary")
-    # The gate's verdict first (hardware/report/plugin.py computed it), then the tables.
+    # The gate's verdict first (hardware/results/report/plugin.py computed it), then the tables.
     for line in summary.section(data, getattr(config, "_accel_gate", None)):
         tr.write_line(line)
     if not data["session"].get("complete", True):

@@ -4,8 +4,8 @@ qemu-system-riscv64's ``spike`` machine, which implements HTIF as FireSim's driv
 Each case: IREE compiles the program for riscv64, ``build_harness(..., target="baremetal")`` links
 it with our crt0, HTIF console and picolibc at 0x80000000, qemu boots it (``-bios none -kernel``:
 the ELF is loaded where it is linked and hart 0 starts at the DRAM base), and the console is read
-back with the FireSim backend's own reader (hardware/firesim/uart.py) and compared with the
-float64 golden within the f32 error model of golden/reductions.py. The HTIF exit code is qemu's
+back with the FireSim backend's own reader (hardware/backends/firesim/uart.py) and compared with the
+float64 golden within the f32 error model of families/f32_reduction/golden.py. The HTIF exit code is qemu's
 exit status (0: the harness returned 0; FireSim's driver would print ``*** PASSED ***``).
 
 The checks are shown to bite: the vector build on a core without V traps (illegal instruction)
@@ -20,11 +20,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from golden import assert_close
-from golden import reductions as R
-from golden.compare import Mismatch
-from hardware.errors import CompileError
-from hardware.firesim import bootbin, uart
+from accel_regress.golden import assert_close
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.golden.compare import Mismatch
+from accel_regress.core.errors import CompileError
+from accel_regress.backends.firesim import bootbin, uart
 
 QEMU_SYSTEM = "qemu-system-riscv64"
 QEMU_APT = "apt-get install -y qemu-system-misc"
@@ -36,11 +36,11 @@ CASES = [("row_sum", "v"), ("row_sum", "novec"), ("softmax", "v"), ("softmax", "
 def _missing() -> str | None:
     if shutil.which(QEMU_SYSTEM) is None:
         return f"{QEMU_SYSTEM} is missing (the spike machine runs the bare-metal image): {QEMU_APT}"
-    from hardware.qemu_rvv import build
+    from accel_regress.backends.qemu_rvv import build
     reason = build.toolchain_missing("baremetal")
     if reason:
         return reason
-    from hardware.iree_common import compiler
+    from accel_regress.toolchains.iree import compiler
     return compiler.availability()
 
 
@@ -48,7 +48,7 @@ pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
 
 
 def qemu_argv(image, variant: str, vlen: int = 256) -> list[str]:
-    from hardware.qemu_rvv import qemu_cpu
+    from accel_regress.backends.qemu_rvv import qemu_cpu
     return [QEMU_SYSTEM, "-machine", "spike", "-cpu", qemu_cpu(variant, vlen), "-m", "256M", "-bios", "none",
             "-kernel", str(image), "-display", "none", "-monitor", "none", "-serial", "stdio"]
 
@@ -67,7 +67,7 @@ def boot(image, variant: str) -> tuple[int, str]:
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
     """Built lazily, once per (kind, variant) for the module."""
-    from hardware.qemu_rvv import build
+    from accel_regress.backends.qemu_rvv import build
     root = tmp_path_factory.mktemp("baremetal")
     made = {}
 
@@ -142,7 +142,7 @@ def test_the_image_loads_at_the_dram_base_with_htif_symbols(images):
 
 
 def test_the_baremetal_build_needs_uart_outputs(tmp_path):
-    from hardware.qemu_rvv import build
+    from accel_regress.backends.qemu_rvv import build
     case = R.make_case("row_sum", R.SEED_SHAPES["row_sum"], "novec", 256)
     with pytest.raises(CompileError, match="uart_outputs=True"):
         build.build_harness(case, "novec", tmp_path / "out", False, target="baremetal")
@@ -156,9 +156,9 @@ def test_the_firesim_backend_boots_its_own_image(tmp_path, monkeypatch):
     yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: pip install pyyaml")
     import os
     from pathlib import Path
-    from hardware.errors import Crash
-    from hardware.firesim import FireSimBackend
-    from hardware.firesim.backend import BareMetalBuilder
+    from accel_regress.core.errors import Crash
+    from accel_regress.backends.firesim import FireSimBackend
+    from accel_regress.backends.firesim.backend import BareMetalBuilder
     deploy = tmp_path / "deploy"
     (deploy / "workloads").mkdir(parents=True)
     runtime = {

@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
-from hardware.iree_common import riscv
-from hardware.iree_cpu import HOST_FLAGS
-from hardware.qemu_rvv import build
+from accel_regress.toolchains.iree import riscv
+from accel_regress.backends.iree_cpu import HOST_FLAGS
+from accel_regress.backends.qemu_rvv import build
 
 ROOT = str(build.HERE.parents[1])
 
@@ -29,7 +29,7 @@ def test_the_harness_object_is_shared_by_checkouts(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "_run_clang", _fake_clang(calls))
     objects = []
     for clone in ("cloneA", "cloneB"):
-        harness = tmp_path / clone / "hardware" / "qemu_rvv" / "harness"
+        harness = tmp_path / clone / "hardware" / "backends" / "qemu_rvv" / "harness"
         shutil.copytree(build.HARNESS_DIR, harness)
         monkeypatch.setattr(build, "HARNESS_DIR", harness)
         objects.append(build.harness_object(uart_outputs=True, rdcycle=True))

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from golden.compare import Mismatch, assert_close, census
+from accel_regress.golden.compare import Mismatch, assert_close, census
 
 
 def test_identical_arrays_are_clean():

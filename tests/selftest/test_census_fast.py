@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from golden import compare, census
-from golden.dtypes import FORMATS, ulp
-from golden.tolerance import ErrorModel
+from accel_regress.golden import compare, census
+from accel_regress.golden.dtypes import FORMATS, ulp
+from accel_regress.golden.tolerance import ErrorModel
 
 
 def _pair(kind, shape=(40, 9000)):

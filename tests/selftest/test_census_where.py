@@ -4,7 +4,7 @@ says where it sits in the output), and a rectangle wrong almost everywhere is a 
 import numpy as np
 import pytest
 
-from golden.compare import Mismatch, assert_close, census
+from accel_regress.golden.compare import Mismatch, assert_close, census
 
 
 def _block(shape=(64, 64), density=0.96, seed=0):

@@ -5,16 +5,16 @@ import textwrap
 
 import pytest
 
-from hardware import expectations as X
-from hardware import expectations_update as U
+from accel_regress.results import expectations as X
+from accel_regress.results import expectations_update as U
 
 pytest_plugins = ["pytester"]
 
 DEMO = textwrap.dedent('''
     import numpy as np
     import pytest
-    from golden import assert_close
-    from hardware import CompileError, Crash, Hang
+    from accel_regress.golden import assert_close
+    from accel_regress import CompileError, Crash, Hang
 
     pytestmark = pytest.mark.family("gemm_partition_n")   # a family emu models (else the core SKIPs it)
 
@@ -65,7 +65,6 @@ NPU = X.render([_entry("test_demo.py::test_other_backend", "FAIL", "not selected
 
 @pytest.fixture
 def demo(pytester):
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_demo=DEMO)
     pytester.mkdir("expectations")
     (pytester.path / "expectations" / "emu.toml").write_text(EMU)

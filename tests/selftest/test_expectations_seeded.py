@@ -15,17 +15,17 @@ import pytest
 # dropped again afterwards, and numpy / torch cannot be imported twice in one process.
 import numpy  # noqa: F401
 import torch  # noqa: F401
-import golden.gemm  # noqa: F401
-import golden.matmul  # noqa: F401
-import golden.reductions  # noqa: F401
-import golden.tiles  # noqa: F401
-import hardware.emu  # noqa: F401
-import hardware.iree_common.riscv  # noqa: F401
-import hardware.plugin  # noqa: F401
-from hardware import expectations as X
-from hardware.expectations_update import propose
-from hardware import results
-from hardware.merge import test_key as key_of
+import accel_regress.families.gemm_partition_n.golden  # noqa: F401
+import accel_regress.families.matmul.golden  # noqa: F401
+import accel_regress.families.f32_reduction.golden  # noqa: F401
+import accel_regress.families.rowexpandmul_fillpad.golden  # noqa: F401
+import accel_regress.backends.emu  # noqa: F401
+import accel_regress.toolchains.iree.riscv  # noqa: F401
+import accel_regress.plugin  # noqa: F401
+from accel_regress.results import expectations as X
+from accel_regress.results.expectations_update import propose
+from accel_regress.results import record as results
+from accel_regress.results.merge import test_key as key_of
 
 pytest_plugins = ["pytester"]
 
@@ -36,7 +36,7 @@ FILES = sorted(p.name for p in (REPO / "tests").glob("test_*.py"))    # every fa
 # Seed 000 has two bugs at once on the NPU: both built-in faults; forward() last, since it reads
 # the (stale) C_i buffers.
 SEED000 = textwrap.dedent('''
-    from hardware.faults import builtin
+    from accel_regress.core.faults import builtin
     _F = builtin()
 
     def both(case, outputs):

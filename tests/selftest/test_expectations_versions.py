@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware import expectations as X
-from hardware import expectations_update as U
-from hardware import results
-from hardware.globs import Glob, PatternError
-from hardware.version_range import Conditions, RangeError
+from accel_regress.results import expectations as X
+from accel_regress.results import expectations_update as U
+from accel_regress.results import record as results
+from accel_regress.util.globs import Glob, PatternError
+from accel_regress.results.version_range import Conditions, RangeError
 
 pytest_plugins = ["pytester"]
 
@@ -88,8 +88,8 @@ def test_bad_range_in_a_file_is_named(tmp_path):
 DEMO = textwrap.dedent('''
     import numpy as np
     import pytest
-    from golden import assert_close
-    from hardware import Crash
+    from accel_regress.golden import assert_close
+    from accel_regress import Crash
 
     pytestmark = pytest.mark.family("gemm_partition_n")
 
@@ -108,7 +108,6 @@ DEMO = textwrap.dedent('''
     ("<1", {"test_wrong[emu]": "FAIL", "test_crashes[emu]": "CRASH"}, ["test_demo.py::test_crashes", "test_demo.py::test_wrong"]),
 ])
 def test_a_run_applies_an_entry_only_inside_its_range(pytester, numpy_range, verdicts, stale):
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_demo=DEMO)
     pytester.mkdir("expectations")
     (pytester.path / "expectations" / "emu.toml").write_text(

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from golden.case import Case
-from hardware.errors import Crash, Hang, Unsupported
-from hardware.firesim import FireSimBackend, Incomplete
+from accel_regress.golden.case import Case
+from accel_regress.core.errors import Crash, Hang, Unsupported
+from accel_regress.backends.firesim import FireSimBackend, Incomplete
 
 yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: pip install pyyaml")
 
@@ -103,9 +103,9 @@ def test_availability_names_what_is_missing(env, deploy):
 def test_availability_without_the_harness_builder(env):
     reason = FireSimBackend(env=env).availability()
     try:
-        from hardware.qemu_rvv.build import toolchain_missing
+        from accel_regress.backends.qemu_rvv.build import toolchain_missing
     except Exception:
-        assert "hardware.qemu_rvv.build.build_harness" in reason
+        assert "accel_regress.backends.qemu_rvv.build.build_harness" in reason
     else:
         # the default builder makes the bare-metal image: available once that build is possible
         missing = toolchain_missing("baremetal")
@@ -233,7 +233,7 @@ def test_simulator_deadlock_is_a_hang_of_the_simulator_not_a_crash(env):
 
 
 def test_runtime_config_carries_one_cycle_bound_and_this_workload():
-    from hardware.firesim.workload import runtime_config
+    from accel_regress.backends.firesim.workload import runtime_config
     base = dict(RUNTIME, target_config=dict(RUNTIME["target_config"], plusarg_passthrough="+a=1 +max-cycles=7",
                                             topology="example_8config", no_net_num_nodes=4))
     cfg = runtime_config(base, "accel-x.json", 123, True)
@@ -286,7 +286,7 @@ def test_console_fits_the_cycle_budget(env, deploy):
 
 
 def test_a_console_that_cannot_fit_is_refused():
-    from hardware.firesim import console
+    from accel_regress.backends.firesim import console
     assert console.step_size(None, 10**9) == console.DEFAULT_STEP
     assert console.step_size(10, 2_000_000_000) == console.DEFAULT_STEP
     assert console.step_size(65_600, 2_000_000_000) == int(0.25 * 2e9) // (11 * 65_600)
@@ -361,7 +361,7 @@ def _elf(path, vaddr, machine=243):
 
 
 def test_boot_binary_check(tmp_path):
-    from hardware.firesim.bootbin import unbootable_reason
+    from accel_regress.backends.firesim.bootbin import unbootable_reason
     assert unbootable_reason(_elf(tmp_path / "bare.elf", 0x8000_0000)) is None
     assert "Linux user-mode executable" in unbootable_reason(_elf(tmp_path / "user.elf", 0x10000))
     assert "not RISC-V" in unbootable_reason(_elf(tmp_path / "x86.elf", 0x8000_0000, machine=62))
@@ -378,7 +378,7 @@ def test_a_user_mode_harness_is_refused_before_any_run(env, deploy, tmp_path):
 
 
 def test_versions_name_the_driver_era():
-    from hardware.firesim.backend import driver_era
+    from accel_regress.backends.firesim.backend import driver_era
     assert "simulation timed out" in driver_era("1.20.1-145-gbe558e3f9")
     assert "+max_cycles specified timeout" in driver_era("1.15.1")
     assert "(timeout)" in driver_era("1.12.0-3-gabc")

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.firesim import uart
-from hardware.firesim.__main__ import classify_main
-from hardware.firesim.classify import VERDICTS, classify_files, classify_text
+from accel_regress.backends.firesim import uart
+from accel_regress.backends.firesim.__main__ import classify_main
+from accel_regress.backends.firesim.classify import VERDICTS, classify_files, classify_text
 
 LOGS = Path(__file__).parent / "fixtures" / "firesim" / "logs"
 
@@ -119,7 +119,7 @@ def test_a_log_that_just_ends_in_a_dispatch_is_not_a_hang():
 def test_cycle_counts_far_past_the_same_dispatch_are_a_hang():
     """heartbeat / driver cycle counts: the open dispatch outlived its earlier completion by > HANG_FACTOR,
     after all [dc] cycles and a per-character console cost are accounted for."""
-    from hardware.firesim.classify import HANG_FACTOR
+    from accel_regress.backends.firesim.classify import HANG_FACTOR
     log = "[dn] d=0 wg=4\n[dc] d=0 cyc=1000\n[dn] d=0 wg=4\n"
     chars = len(log)
     far = 1000 + chars * 10 + HANG_FACTOR * 1000
@@ -159,7 +159,7 @@ def test_cli_prints_one_tab_separated_line_per_file(capsys):
 
 def test_cli_as_a_module():
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "hardware.firesim", "classify",
+    done = subprocess.run([sys.executable, "-m", "accel_regress.backends.firesim", "classify",
                            str(LOGS / "seed_mm_i8_64x128_progress.uartlog"), str(LOGS / "metasim_pass")],
                           capture_output=True, text=True, cwd=root, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""The console budget of the bare-metal harness on FireSim (hardware/firesim/console.py).
+"""The console budget of the bare-metal harness on FireSim (hardware/backends/firesim/console.py).
 
 BareMetalBuilder.console_chars counts what the image will print from its schedule; the backend
 sizes +fesvr-step-size from it. Checked against what the real image prints when qemu's spike
@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from golden import reductions as R
-from hardware.firesim import console
-from hardware.firesim.backend import BareMetalBuilder
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.backends.firesim import console
+from accel_regress.backends.firesim.backend import BareMetalBuilder
 
 QEMU_SYSTEM = "qemu-system-riscv64"
 
@@ -21,14 +21,14 @@ QEMU_SYSTEM = "qemu-system-riscv64"
 def _missing():
     if shutil.which(QEMU_SYSTEM) is None:
         return f"{QEMU_SYSTEM} is missing: apt-get install -y qemu-system-misc"
-    from hardware.qemu_rvv import build
+    from accel_regress.backends.qemu_rvv import build
     return build.toolchain_missing("baremetal")
 
 
 @pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
 @pytest.mark.parametrize("kind,variant", [("row_sum", "novec"), ("layernorm", "novec")])
 def test_console_chars_bound_what_the_image_prints(tmp_path, kind, variant):
-    from hardware.qemu_rvv import build, qemu_cpu
+    from accel_regress.backends.qemu_rvv import build, qemu_cpu
     case = R.make_case(kind, R.SEED_SHAPES[kind], variant, 256)
     image = build.build_harness(case, variant, tmp_path, True, inputs=R.make_inputs(case), rdcycle=True,
                                 target="baremetal")

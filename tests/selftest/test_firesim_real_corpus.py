@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hardware.firesim import uart
-from hardware.firesim.classify import classify_files, classify_text
+from accel_regress.backends.firesim import uart
+from accel_regress.backends.firesim.classify import classify_files, classify_text
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "firesim"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from golden import census
-from golden import fused_decode as F
-from hardware import faults, runner
+from accel_regress.golden import census
+from accel_regress.families.fused_decode import golden as F
+from accel_regress.core import faults, runner
 
 pytest_plugins = ["pytester"]
 
@@ -102,14 +102,13 @@ def test_faults_are_registered():
 
 @pytest.fixture
 def pytester_fused(pytester):
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     test = (Path(__file__).resolve().parents[1] / "test_fused_decode.py").read_text()
     pytester.makepyfile(test_fused=test)
     return lambda *args: pytester.runpytest("--hw", "emu", *args)
 
 
 def test_report_draws_the_steps_with_the_first_divergent_one_marked():
-    from hardware.report import steps
+    from accel_regress.results.report import steps
     rows = [{"step": "a", "op": "gemv", "max_abs": 0.01, "mean_abs": 0.001, "max_rel": 0.002, "over": 0,
              "elements": 4, "ok": True},
             {"step": "b", "op": "softmax", "max_abs": "inf", "mean_abs": 1.0, "max_rel": "nan", "over": 3,

@@ -3,10 +3,10 @@ seeds, it is not vacuous, and the bugs smaller than one element's old allowance 
 import numpy as np
 import pytest
 
-from golden import gemm
-from golden.compare import census
-from golden.dtypes import quantize_bfp16, ulp
-from hardware.emu import gemm_partition_n as model
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.golden.compare import census
+from accel_regress.golden.dtypes import quantize_bfp16, ulp
+from accel_regress.families.gemm_partition_n import emu as model
 
 SEEDS = range(20)
 # Every default configuration except the three 2048^3 ones (a second each; covered by the suite).
@@ -94,7 +94,7 @@ def test_without_bfp16_the_model_tightens_to_bf16_rounding():
 
 
 def test_bfp16_quantization_error_is_within_half_a_step():
-    from golden.dtypes import bfp16_step
+    from accel_regress.golden.dtypes import bfp16_step
     x = gemm.make_inputs(gemm.make_case(gemm.VOCAB_MINI))["A"]
     q = quantize_bfp16(x, axis=1)
     step = np.repeat(bfp16_step(x, axis=1), 8, axis=-1)[:, :x.shape[1]]

@@ -1,13 +1,14 @@
 """The GEMM golden's fast paths (golden/dtypes.py to_bfp16, golden/tolerance.py
-gemm_bfp16_quantized, golden/gemm.py expected) give bit for bit what the straightforward
+gemm_bfp16_quantized, families/gemm_partition_n/golden.py expected) give bit for bit what the straightforward
 formulas give: the block exponent by float32 log2, the quantization and the error model over
 whole arrays, the reference from the fully quantized operands."""
 import numpy as np
 import pytest
 import torch
 
-from golden import bulk, dtypes, gemm, tolerance
-from golden.dtypes import bfloat16
+from accel_regress.golden import bulk, dtypes, tolerance
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.golden.dtypes import bfloat16
 
 
 # --- the straightforward formulas (the code these paths replaced) ---------------------------------

@@ -11,8 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from golden import store
-from golden.case import Case
+from accel_regress.golden import store
+from accel_regress.golden.case import Case
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ def test_least_recently_used_entries_are_evicted(where, monkeypatch):
 
 
 def test_error_model_round_trips(where):
-    from golden.tolerance import ErrorModel
+    from accel_regress.golden.tolerance import ErrorModel
     calls = []
     model = ErrorModel(np.full((2, 3), 0.5, np.float32), "accumulation", k=7.0, lib=np.float32(0.25))
     store.cached("expected", _case(), _slow((np.ones((2, 3)), model), calls))
@@ -171,8 +171,8 @@ _WORKER = """
 import sys, time
 from pathlib import Path
 import numpy as np
-from golden import store
-from golden.case import Case
+from accel_regress.golden import store
+from accel_regress.golden.case import Case
 store.configure(root=Path(sys.argv[1]))
 def fn():
     with open(sys.argv[2], "a") as f:
@@ -206,8 +206,8 @@ _COUNTING_TEST = """
 import time
 import numpy as np
 import pytest
-from golden import store
-from golden.case import Case
+from accel_regress.golden import store
+from accel_regress.golden.case import Case
 
 @pytest.mark.parametrize("i", [0, 1])
 def test_golden(i, tmp_path_factory):
@@ -224,7 +224,6 @@ def test_golden(i, tmp_path_factory):
 def test_no_golden_cache_bypasses_the_store(pytester, tmp_path, monkeypatch, how):
     monkeypatch.setenv("ACCEL_GOLDEN_CACHE", str(tmp_path / "golden"))
     counter = tmp_path / "calls"
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_counting=_COUNTING_TEST.format(counter=str(counter)))
     for _ in range(2):
         pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hardware import results
-from hardware.__main__ import main as hardware_main
+from accel_regress.results import record as results
+from accel_regress.__main__ import main as hardware_main
 
 # --- item 7: the issue's own malformed files ------------------------------------------------------
 

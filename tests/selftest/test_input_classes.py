@@ -7,10 +7,14 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from golden import assert_close, census, gemm, inputs as G, matmul as mm, reductions as R, tiles
-from golden.case import case_seed
-from hardware import runner
-from hardware.backend import Backend
+from accel_regress.golden import assert_close, census, inputs as G
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.families.matmul import golden as mm
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.families.rowexpandmul_fillpad import golden as tiles
+from accel_regress.golden.case import case_seed
+from accel_regress.core import runner
+from accel_regress.core.backend import Backend
 
 FAULTS = Path(__file__).parent / "fixtures" / "input_class_faults.py"
 CAUGHT_BY = {"onepass_variance": "shifted", "acc_23_bit": "exact", "bf16_round_half_away": "ties",

@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from golden import gemm
-from golden import inputs as G
-from golden.case import Case, case_seed
-from golden.dtypes import to_bf16
-from golden.inputs import near_normal, rng, sha256_of, small_integers
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.golden import inputs as G
+from accel_regress.golden.case import Case, case_seed
+from accel_regress.golden.dtypes import to_bf16
+from accel_regress.golden.inputs import near_normal, rng, sha256_of, small_integers
 
 # Pinned once; a change means every stored golden and every cross-machine comparison breaks.
 PINNED = {

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from hardware import results
+from accel_regress.results import record as results
 from test_isolation import SMALL_TEST, _args, suite  # noqa: F401  (suite is a fixture)
 
 pytest_plugins = ["pytester"]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hardware.iree_common import compiler
+from accel_regress.toolchains.iree import compiler
 
 pytestmark = pytest.mark.skipif(compiler.availability() is not None, reason=str(compiler.availability()))
 
@@ -23,7 +23,7 @@ func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 
 
 def _flags():
-    from hardware.iree_cpu import HOST_FLAGS
+    from accel_regress.backends.iree_cpu import HOST_FLAGS
     return HOST_FLAGS
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from golden import reductions as R
-from golden.case import Case
-from hardware import CompileError
-from hardware.iree_common import compiler
-from hardware.iree_common.program import Program
-from hardware.iree_cpu import IreeCpuBackend
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.golden.case import Case
+from accel_regress import CompileError
+from accel_regress.toolchains.iree import compiler
+from accel_regress.toolchains.iree.program import Program
+from accel_regress.backends.iree_cpu import IreeCpuBackend
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +87,8 @@ def test_compile_cache_is_outside_the_checkout(monkeypatch, tmp_path):
 
 _COMPILE_TWICE = """
 import sys
-from golden import reductions as R
-from hardware.iree_cpu import IreeCpuBackend
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.backends.iree_cpu import IreeCpuBackend
 print(IreeCpuBackend().compile(R.make_case("row_sum", (4, 9))).dir)
 """
 

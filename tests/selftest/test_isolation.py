@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware import results
+from accel_regress.results import record as results
 
 pytest_plugins = ["pytester"]
 
@@ -26,7 +26,7 @@ SLACK = 5.0          # the issue's "within bound + 5 s"
 SMALL_TEST = textwrap.dedent('''
     import numpy as np
     import pytest
-    from golden.case import Case
+    from accel_regress.golden.case import Case
 
     pytestmark = pytest.mark.family("gemm_partition_n")
     PARAMS = dict(M=16, K=64, N=64, tile_m=16, tile_k=64, tile_n=64, num_aie_columns=1,
@@ -118,7 +118,7 @@ def suite(pytester, monkeypatch):
 
 
 def _args(*extra):
-    return ["-p", "hardware.plugin", "-p", "no:cacheprovider", "--hw", "emu", "--case-timeout", str(BOUND),
+    return ["-p", "accel-regress", "-p", "no:cacheprovider", "--hw", "emu", "--case-timeout", str(BOUND),
             "--inject-fault", "faults.py:fault", "--worker-memory", "3G", *extra]
 
 
@@ -161,7 +161,7 @@ def test_every_bad_ending_is_a_verdict_of_its_own_case(suite):
 def test_same_under_xdist_with_one_device_per_worker(suite):
     # emu pretends to hold a device so --devices is exercised; the run records what it was given.
     suite.makeconftest(textwrap.dedent('''
-        from hardware.emu import EmuBackend
+        from accel_regress.backends.emu import EmuBackend
         EmuBackend.device_resource = "emu-dev"
     '''))
     suite.makepyfile(faults=FAULTS + textwrap.dedent('''
@@ -196,7 +196,7 @@ def test_max_hangs_skips_the_rest_and_resets_the_backend(suite):
     # server) makes emu's reset leave a trace.
     suite.makepyfile(emu_reset_probe=textwrap.dedent('''
         import os
-        from hardware.emu import EmuBackend
+        from accel_regress.backends.emu import EmuBackend
         def _reset(self):
             with open(os.environ["ISO_RESETS"], "a") as f:
                 f.write("reset\\n")
@@ -222,7 +222,7 @@ def test_max_hangs_skips_the_rest_and_resets_the_backend(suite):
 # --- the pieces, in this process (fast) --------------------------------------------------------
 
 def test_devices_spec_is_parsed_or_refused_with_the_reason():
-    from hardware import devices
+    from accel_regress.core import devices
     assert devices.parse(["0,1"]) == {"*": ["0", "1"]}
     assert devices.parse(["npu=0,1", "a2a3=4"]) == {"npu": ["0", "1"], "a2a3": ["4"]}
     assert devices.parse(["npu=0;a2a3=1,2"]) == {"npu": ["0"], "a2a3": ["1", "2"]}
@@ -234,7 +234,7 @@ def test_devices_spec_is_parsed_or_refused_with_the_reason():
 
 def test_device_locks_give_each_holder_its_own_device_and_queue_the_rest(tmp_path):
     import threading
-    from hardware import devices
+    from accel_regress.core import devices
     pools = devices.parse(["npu=0,1"])
     a, b = devices.DeviceLocks(pools, tmp_path, poll_s=0.05), devices.DeviceLocks(pools, tmp_path, poll_s=0.05)
     got_a, got_b = a.acquire("npu")["ACCEL_DEVICE_NPU"], b.acquire("npu")["ACCEL_DEVICE_NPU"]
@@ -256,7 +256,7 @@ def test_device_locks_give_each_holder_its_own_device_and_queue_the_rest(tmp_pat
 
 
 def test_hang_guard_counts_hangs_in_a_row_only():
-    from hardware.isolation import HangGuard
+    from accel_regress.core.isolation import HangGuard
     g = HangGuard(2)
     g.record("npu", "c1", "HANG")
     g.record("npu", "c2", "PASS")           # a completed run: the device works
@@ -268,7 +268,7 @@ def test_hang_guard_counts_hangs_in_a_row_only():
 
 
 def test_exit_statuses_are_named():
-    from hardware.isolation.bounds import describe_status, parse_size
+    from accel_regress.core.isolation.bounds import describe_status, parse_size
     assert describe_status(11) == "killed by SIGSEGV (signal 11: Segmentation fault)"
     assert describe_status(3 << 8) == "exited with code 3"
     assert parse_size("8G") == 8 << 30 and parse_size("512M") == 512 << 20 and parse_size("none") is None
@@ -281,9 +281,9 @@ def test_inputs_are_written_once_per_content(monkeypatch):
     inputs are written; the kept files stay within INPUT_CACHE_BYTES; every answer is right."""
     import numpy as np
 
-    from golden.case import Case
-    from hardware import runner
-    from hardware.isolation import Bounds, Isolation, pool, transfer
+    from accel_regress.golden.case import Case
+    from accel_regress.core import runner
+    from accel_regress.core.isolation import Bounds, Isolation, pool, transfer
 
     written = []
     write = transfer.write_arrays
@@ -292,7 +292,7 @@ def test_inputs_are_written_once_per_content(monkeypatch):
         written.append(prefix)
         return write(folder, prefix, arrays)
     monkeypatch.setattr(transfer, "write_arrays", counting)
-    iso = Isolation(Bounds(), preload=["hardware.emu"])
+    iso = Isolation(Bounds(), preload=["accel_regress.backends.emu"])
     monkeypatch.setattr(runner, "isolation", iso)
     try:
         case = Case("f32_reduction", "row_sum-R8-C64", {"kind": "row_sum", "shape": [8, 64], "variant": "v",

@@ -1,4 +1,4 @@
-"""Issue 19 items 3, 4 and 13, against the isolation layer itself (hardware.isolation.Isolation):
+"""Issue 19 items 3, 4 and 13, against the isolation layer itself (accel_regress.core.isolation.Isolation):
 
 - 3: a run that starts a process in its own session (setsid), or a double-forked daemon, does not
   outlive its case, whether the run returns or hangs; with a cgroup and with the fallback sweep;
@@ -15,11 +15,11 @@ import time
 import numpy as np
 import pytest
 
-from golden.case import Case
-from hardware.errors import Crash, Hang
-from hardware.isolation import Bounds, Isolation
-from hardware.isolation.reaping import alive
-from hardware.runner import Job
+from accel_regress.golden.case import Case
+from accel_regress.core.errors import Crash, Hang
+from accel_regress.core.isolation import Bounds, Isolation
+from accel_regress.core.isolation.reaping import alive
+from accel_regress.core.runner import Job
 
 PARAMS = dict(M=16, K=64, N=64, tile_m=16, tile_k=64, tile_n=64, num_aie_columns=1,
               b_col_maj=False, c_col_maj=False, partition_N=1)

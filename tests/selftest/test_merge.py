@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from hardware import merge, results
-from hardware.report.tables import Model
+from accel_regress.results import merge, record as results
+from accel_regress.results.report.tables import Model
 
 
 def _case(test, backend, verdict, versions=None):
@@ -93,7 +93,7 @@ def test_a_bad_input_is_named(tmp_path, capsys):
 
 def test_heatmap_arrays_travel_with_the_merge(tmp_path):
     import numpy as np
-    from hardware.report import heatmap, write_all
+    from accel_regress.results.report import heatmap, write_all
     run = tmp_path / "phoenix"
     run.mkdir()
     path = _runner(run, "results.json", "box-1", "npu", {"test_partition": "FAIL"}, device="npu1")
@@ -147,7 +147,7 @@ def test_report_draws_no_heatmap_from_outside_its_folder(tmp_path):
     """Issue 19 item 8, report side: a valid ratio map one folder up is not rendered (it is not the run's)."""
     import numpy as np
     pytest.importorskip("matplotlib")
-    from hardware.report import heatmap, write_all
+    from accel_regress.results.report import heatmap, write_all
     heatmap.save(tmp_path / "outside.npy", np.ones((4, 4), np.float32) * 9)
     run = tmp_path / "run"
     run.mkdir()

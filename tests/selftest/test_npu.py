@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from golden import assert_close, gemm
-from golden.compare import Mismatch
-from hardware import Crash, Hang, registry, runner
-from hardware.errors import CompileError
-from hardware.npu import device, manifest, states
+from accel_regress.golden import assert_close
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.golden.compare import Mismatch
+from accel_regress import Crash, Hang
+from accel_regress.core import registry, runner
+from accel_regress.core.errors import CompileError
+from accel_regress.backends.npu import device, manifest, states
 
 _spec = importlib.util.spec_from_file_location(
     "npu_standin", Path(__file__).parent / "fixtures" / "pyxrt_standin" / "npu_standin.py")
@@ -174,7 +176,7 @@ def _xclbin_variants(n):
 
 @pytest.mark.parametrize("name, slots", [("NPU Phoenix", 6), ("NPU Strix", 16), ("NPU Krackan", 16)])
 def test_context_cache_is_sized_per_generation(raw, monkeypatch, name, slots):
-    from hardware.npu import xrt_runner
+    from accel_regress.backends.npu import xrt_runner
     monkeypatch.setenv("PYXRT_STANDIN_DEVICE_NAME", name)
     backend = registry.get("npu")
     cases = _xclbin_variants(slots + 1)
@@ -192,7 +194,7 @@ def test_context_cache_is_sized_per_generation(raw, monkeypatch, name, slots):
 
 def test_context_creation_retries_after_eviction(raw, monkeypatch):
     """Other processes hold 14 of Strix's 16 slots: the third context of ours needs one of ours freed."""
-    from hardware.npu import xrt_runner
+    from accel_regress.backends.npu import xrt_runner
     monkeypatch.setenv("PYXRT_STANDIN_HWCTX_HELD", "14")
     backend = registry.get("npu")
     cases = _xclbin_variants(3)
@@ -204,7 +206,7 @@ def test_context_creation_retries_after_eviction(raw, monkeypatch):
 
 
 def test_context_cache_size_from_environment(raw, monkeypatch):
-    from hardware.npu import xrt_runner
+    from accel_regress.backends.npu import xrt_runner
     monkeypatch.setenv("XRT_CONTEXT_CACHE_SIZE", "2")
     assert xrt_runner.cache_size("npu4") == 2
     monkeypatch.setenv("XRT_CONTEXT_CACHE_SIZE", "many")
@@ -238,7 +240,7 @@ def test_runlist_is_one_runlist_and_its_wait_takes_no_timeout(raw):
 
 def test_missing_sync_would_be_caught(raw, monkeypatch):
     """The stand-in keeps host and device memory apart: without the syncs the numbers are wrong."""
-    from hardware.npu import xrt_runner
+    from accel_regress.backends.npu import xrt_runner
     monkeypatch.setattr(xrt_runner, "_sync", lambda bo, direction: None)
     case, inputs = _case(P1)
     with pytest.raises(Crash, match="ERT_CMD_STATE_ERROR"):      # instructions never reached the device
@@ -319,7 +321,7 @@ def test_hang_at_our_bound_does_not_blame_the_driver(raw, monkeypatch, tmp_path)
 
 
 def test_bound_longer_than_the_driver_timeout_warns(raw, tmp_path):
-    from hardware.npu.backend import DriverTimeoutWarning
+    from accel_regress.backends.npu.backend import DriverTimeoutWarning
     _driver_timeout(tmp_path, 2)
     backend = registry.get("npu")
     case = gemm.make_case(gemm.VOCAB_MINI)

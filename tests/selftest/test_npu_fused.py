@@ -1,4 +1,4 @@
-"""fused_decode on the npu backend: IRON's operator sequence (hardware/npu/fused.py) against the IRON
+"""fused_decode on the npu backend: IRON's operator sequence (hardware/backends/npu/fused.py) against the IRON
 stand-in (tests/selftest/fixtures/iron_standin/iron/common/fusion.py, iron/operators/_decode.py).
 
 tests/test_fused_decode.py itself runs on ``--hw npu``: it SKIPs here for want of pyxrt, passes
@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from golden import fused_decode as F
-from hardware import registry
-from hardware.errors import Unsupported
-from hardware.npu import fused, iron_runner
+from accel_regress.families.fused_decode import golden as F
+from accel_regress.core import registry
+from accel_regress.core.errors import Unsupported
+from accel_regress.backends.npu import fused, iron_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(

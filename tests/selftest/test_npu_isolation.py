@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from golden import gemm
-from hardware import runner
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.core import runner
 
 _spec = importlib.util.spec_from_file_location(
     "npu_standin", Path(__file__).parent / "fixtures" / "pyxrt_standin" / "npu_standin.py")
@@ -17,7 +17,7 @@ _spec.loader.exec_module(standin)
 
 pytest_plugins = ["pytester"]
 
-isolation = pytest.importorskip("hardware.isolation", reason="the isolation layer is not on this checkout")
+isolation = pytest.importorskip("accel_regress.core.isolation", reason="the isolation layer is not on this checkout")
 
 P1 = gemm.CI_CONFIGS[2]
 
@@ -62,7 +62,7 @@ def test_wait_that_never_returns_is_a_hang_then_reset(raw, monkeypatch, tmp_path
 
 LOCKING_TESTS = textwrap.dedent('''
     import pytest
-    from golden import gemm
+    from accel_regress.families.gemm_partition_n import golden as gemm
 
     CFG = gemm.CI_CONFIGS[2]
 
@@ -79,7 +79,7 @@ def test_each_xdist_worker_owns_one_npu(raw, pytester, tmp_path):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_lock=LOCKING_TESTS)
     result = pytester.runpytest_subprocess(
-        "-p", "hardware.plugin", "-n", "2", "--isolation", "none", "--hw", "npu", "--devices", "npu=0,1", "--device-lock-dir", str(tmp_path / "locks"),
+        "-p", "accel-regress", "-n", "2", "--isolation", "none", "--hw", "npu", "--devices", "npu=0,1", "--device-lock-dir", str(tmp_path / "locks"),
         "-p", "no:cacheprovider", "--report-dir", str(tmp_path / "reports"), "-q")
     result.assert_outcomes(passed=8)
     starts = standin.calls(raw, "run.start")
@@ -96,7 +96,7 @@ def test_each_xdist_worker_owns_one_npu(raw, pytester, tmp_path):
 
 MARKER_TESTS = textwrap.dedent('''
     import pytest
-    from golden import gemm
+    from accel_regress.families.gemm_partition_n import golden as gemm
 
     CFG = gemm.CI_CONFIGS[2]
 
@@ -115,7 +115,6 @@ MARKER_TESTS = textwrap.dedent('''
 @pytest.mark.timeout(300)
 def test_supported_devices_marker(raw, pytester, tmp_path, monkeypatch):
     monkeypatch.setenv("PYXRT_STANDIN_DEVICE_NAME", "NPU Krackan")
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_marker=MARKER_TESTS)
     result = pytester.runpytest_subprocess("--hw", "npu,emu", "--isolation", "none", "-rs", "-p", "no:cacheprovider",
                                            "--report-dir", str(tmp_path / "reports"))

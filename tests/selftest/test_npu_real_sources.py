@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from golden import gemm
-from hardware.npu import iron_runner, layouts
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.backends.npu import iron_runner, layouts
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 NAMING = json.loads((REAL / "iron" / "aiegemm_naming.json").read_text())
@@ -124,7 +124,7 @@ def test_standin_runlist_error_and_wait_binding_are_xrts(monkeypatch, tmp_path):
                 "(self: pyxrt.runlist, timeout: std::chrono::duration<long, std::ratio<1l, 1000l> >) -> std::cv_status")):
             rl.wait(5)
         monkeypatch.setenv("PYXRT_STANDIN_STATE", "ERT_CMD_STATE_ERROR")
-        from hardware import registry
+        from accel_regress.core import registry
         case = gemm.make_case(gemm.CI_CONFIGS[7])
         with pytest.raises(Exception, match=re.escape("ERT_CMD_STATE_ERROR")) as info:
             registry.get("npu").run(case, gemm.make_inputs(case))

@@ -4,9 +4,9 @@ and checked by the runner before any comparison."""
 import numpy as np
 import pytest
 
-from golden import matmul as golden_matmul
-from golden import reductions as R
-from hardware import runner
+from accel_regress.families.matmul import golden as golden_matmul
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.core import runner
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import hardware
+import accel_regress
 
 pytest_plugins = ["pytester"]
 
-REPO = Path(hardware.__file__).resolve().parents[1]
+REPO = Path(accel_regress.__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "outside-operator"
 
 
@@ -34,7 +34,6 @@ def team(pytester, monkeypatch):
         for group, eps in project["entry-points"].items()))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(EXAMPLE / "src"), str(REPO)]))
     shutil.copytree(EXAMPLE / "tests", pytester.path / "tests")
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')   # the accel-regress entry point's stand-in
     return pytester
 
 

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import hardware
+import accel_regress
 
-REPO = Path(hardware.__file__).resolve().parents[1]
+REPO = Path(accel_regress.__file__).resolve().parents[1]
+# The repository's folders and where the wheel puts them (setup.py).
+FOLDERS = {"hardware": "accel_regress", "golden": "accel_regress/golden", "families": "accel_regress/families"}
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +21,7 @@ def wheel(tmp_path_factory):
         pytest.skip("not a source checkout")
     src = tmp_path_factory.mktemp("src")
     # Built from a copy, so the checkout gets no build/ or egg-info.
-    for name in ("pyproject.toml", "README.md", "hardware", "golden"):
+    for name in ("pyproject.toml", "setup.py", "README.md", *FOLDERS):
         (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(
             REPO / name, src / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}))
     out = tmp_path_factory.mktemp("wheel")
@@ -31,15 +33,16 @@ def wheel(tmp_path_factory):
 
 def test_wheel_carries_every_non_python_file(wheel):
     names = set(wheel.namelist())
-    wanted = sorted(str(p.relative_to(REPO)) for pkg in ("hardware", "golden") for p in (REPO / pkg).rglob("*")
+    wanted = sorted(f"{FOLDERS[pkg]}/{p.relative_to(REPO / pkg).as_posix()}" for pkg in FOLDERS
+                    for p in (REPO / pkg).rglob("*")
                     if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts)
     assert wanted, "expected the C harness and the bare-metal runtime"
-    assert "hardware/qemu_rvv/harness/harness.c" in wanted
+    assert "accel_regress/backends/qemu_rvv/harness/harness.c" in wanted
     assert [w for w in wanted if w not in names] == []
 
 
 def test_wheel_declares_the_plugin_and_the_builtin_registrations(wheel):
     eps = next(wheel.read(n).decode() for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt"))
-    assert "[pytest11]\nhardware.plugin = hardware.plugin" in eps
-    assert "[accel_regress.backends]" in eps and "emu = hardware.emu:EmuBackend" in eps
+    assert "[pytest11]\naccel-regress = accel_regress.plugin" in eps
+    assert "[accel_regress.backends]" in eps and "emu = accel_regress.backends.emu:EmuBackend" in eps
     assert "[accel_regress.families]" in eps and "[accel_regress.emu_models]" in eps

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware.plugin.parallel import THREAD_VARIABLES, threads_per_worker
+from accel_regress.plugin.parallel import THREAD_VARIABLES, threads_per_worker
 
 pytest_plugins = ["pytester"]
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def probe(pytester, monkeypatch, tmp_path):
     pytester.makepyfile(test_probe=PROBE)
 
     def run(*args):
-        res = pytester.runpytest_subprocess("-p", "hardware.plugin", "-p", "no:cacheprovider", "--hw", "emu",
+        res = pytester.runpytest_subprocess("-p", "accel-regress", "-p", "no:cacheprovider", "--hw", "emu",
                                             *args, timeout=120)
         res.assert_outcomes(passed=1)
         return [json.loads(p.read_text()) for p in seen.iterdir()]
@@ -67,7 +67,7 @@ def test_share():
 # workers), waits for those servers to be gone.
 WATCH = textwrap.dedent('''
     import os, time, pytest
-    from hardware import runner
+    from accel_regress.core import runner
 
     def pytest_collection_finish(session):
         wid = os.environ.get("PYTEST_XDIST_WORKER")
@@ -99,7 +99,7 @@ def test_each_worker_stops_its_fork_server_when_its_session_ends(pytester, monke
     monkeypatch.setenv("THREADS_SEEN", str(seen))
     pytester.makeconftest(WATCH)
     pytester.makepyfile(test_probe="def test_one():\n    pass\n\ndef test_two():\n    pass\n")
-    res = pytester.runpytest_subprocess("-p", "hardware.plugin", "-p", "no:cacheprovider", "--hw", "emu",
+    res = pytester.runpytest_subprocess("-p", "accel-regress", "-p", "no:cacheprovider", "--hw", "emu",
                                         "-n", "2", timeout=180)
     res.assert_outcomes(passed=2)
     servers, alive = (seen / "alive").read_text().split()

@@ -8,7 +8,8 @@ pytest_plugins = ["pytester"]
 
 SMALL_TEST = textwrap.dedent('''
     import pytest
-    from golden import assert_close, gemm
+    from accel_regress.golden import assert_close
+    from accel_regress.families.gemm_partition_n import golden as gemm
 
     pytestmark = pytest.mark.family(gemm.OP)
     CFG = gemm.CI_CONFIGS[7]     # M64-K512-N256-...-P4
@@ -33,7 +34,6 @@ SMALL_TEST = textwrap.dedent('''
 
 @pytest.fixture
 def suite(pytester):
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_small=SMALL_TEST)
     return pytester
 
@@ -84,7 +84,7 @@ def test_builtin_fault_fails_only_the_stale_partitions(suite):
     ("CompileError('remainder tiles', detail={'diagnostic': 'Assertion failed'})", "COMPILE_ERROR", "compile"),
 ])
 def test_fault_file_verdicts(suite, exc, verdict, stage):
-    suite.makepyfile(myfault=f"from hardware import Hang, Crash, CompileError\n"
+    suite.makepyfile(myfault=f"from accel_regress import Hang, Crash, CompileError\n"
                              f"def fault(case, outputs):\n    raise {exc}\n")
     res = suite.runpytest("--hw", "emu", "--inject-fault", "myfault.py:fault")
     res.assert_outcomes(passed=1, failed=4)
@@ -125,10 +125,9 @@ def test_unknown_fault_is_a_usage_error(suite):
 
 
 def test_unsupported_operator_is_a_skip_with_the_reason(pytester):
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_op='''
         import numpy as np
-        from golden.case import Case
+        from accel_regress.golden.case import Case
         def test_new_op(hw):
             hw.run(Case.make("no_such_op", "x", {}), {"a": np.zeros(1)})["out"]
     ''')

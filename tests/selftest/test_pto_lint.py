@@ -1,4 +1,4 @@
-"""The ptoas codegen lint (hardware/pypto/lint.py): seed 002's excerpt is flagged, its fix is clean."""
+"""The ptoas codegen lint (hardware/backends/pypto/lint.py): seed 002's excerpt is flagged, its fix is clean."""
 import json
 import os
 import subprocess
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware.pypto import lint
+from accel_regress.backends.pypto import lint
 
 pytest_plugins = ["pytester"]
 
@@ -75,7 +75,7 @@ def test_whole_upstream_corpus():
 
 
 def test_python_m_hardware_lint_pto():
-    run = subprocess.run([sys.executable, "-m", "hardware", "lint-pto", str(BARE)], cwd=REPO,
+    run = subprocess.run([sys.executable, "-m", "accel_regress", "lint-pto", str(BARE)], cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     assert "pto-bare-tile-validshape" in run.stdout
@@ -141,7 +141,6 @@ def test_bad_input_is_a_clear_message(tmp_path, capsys):
 
 @pytest.fixture
 def lint_suite(pytester):
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_tiles=(REPO / "tests" / "test_rowexpandmul_fillpad.py").read_text())
     return pytester
 

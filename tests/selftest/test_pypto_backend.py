@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from golden import tiles
-from hardware import CompileError, Crash, Hang
-from hardware.pypto import program
-from hardware.pypto.backend import A2a3Backend, A2a3SimBackend, _last_stage
+from accel_regress.families.rowexpandmul_fillpad import golden as tiles
+from accel_regress import CompileError, Crash, Hang
+from accel_regress.backends.pypto import program
+from accel_regress.backends.pypto.backend import A2a3Backend, A2a3SimBackend, _last_stage
 
 pytest_plugins = ["pytester"]
 
@@ -90,7 +90,7 @@ def test_missing_ptoas_is_a_skip_reason_not_a_compile_error(standin, monkeypatch
 
 def test_ptoas_lost_at_run_time_is_a_skip(standin, monkeypatch, tmp_path):
     # availability() passed, then the child finds no ptoas (another PTOAS_ROOT, a removed release).
-    from hardware import Unsupported
+    from accel_regress import Unsupported
     monkeypatch.setattr(A2a3SimBackend, "availability", lambda self: None)
     monkeypatch.setenv("PTOAS_ROOT", str(tmp_path))
     with pytest.raises(Unsupported, match="toolchain incomplete: .*no executable ptoas was found"):
@@ -137,7 +137,7 @@ def test_device_id_is_logical_under_visible_devices(standin, monkeypatch, tmp_pa
 
 
 def test_cann_under_ascend_latest_is_found(monkeypatch, tmp_path):
-    from hardware.pypto import backend as b
+    from accel_regress.backends.pypto import backend as b
     monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
     monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
     assert "/usr/local/Ascend/latest" in b.CANN_DEFAULTS
@@ -152,7 +152,7 @@ def test_sim_is_available_with_the_standin(standin):
     assert v["ptoas"] == str(PTOAS_ROOT / "bin" / "ptoas")
     assert (v["ptoas_era"], v["ptoas_version"]) == ("self-linked bin/ptoas (PTOAS >= v0.51)", "ptoas 0.0-standin")
     assert standin.supports(tiles.make_case(tiles.seed_config(1))) is None
-    from golden.case import Case
+    from accel_regress.golden.case import Case
     assert "only" in standin.supports(Case("gemm_partition_n", "x"))
 
 
@@ -239,7 +239,7 @@ def test_hang_is_bounded(standin, monkeypatch):
 
 def test_missing_golden_data_file_is_reported(standin, monkeypatch):
     # The harness's own check: a spec without its in/ file fails with the missing paths.
-    from hardware.pypto import backend as b
+    from accel_regress.backends.pypto import backend as b
     real = b._save_pt
 
     def skip_scalar(path, t):
@@ -262,10 +262,9 @@ def test_stage_parser_follows_the_harness_wording():
 # --- the differential check: a2a3 against a2a3sim, through the plugin -----------------------------
 
 _INNER_CONFTEST = textwrap.dedent('''
-    pytest_plugins = ["hardware.plugin"]
     # The board is the one piece no program can stand in for: accept any device here; the rest of
     # the a2a3 backend (program, files, process, verdicts) is the real code.
-    from hardware.pypto import backend as _b
+    from accel_regress.backends.pypto import backend as _b
     _b.A2a3Backend._device_reason = lambda self: None
 ''')
 

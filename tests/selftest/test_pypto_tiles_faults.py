@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from golden import tiles
-from hardware import Crash
-from hardware.emu import rowexpandmul_fillpad as emu
+from accel_regress.families.rowexpandmul_fillpad import golden as tiles
+from accel_regress import Crash
+from accel_regress.families.rowexpandmul_fillpad import emu as emu
 
 ALL = tiles.seed_configs() + tiles.sweep_configs()
 

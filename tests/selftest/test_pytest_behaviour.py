@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
-import hardware
+import accel_regress
 
 pytest_plugins = ["pytester"]
 
-REPO = Path(hardware.__file__).resolve().parents[1]
+REPO = Path(accel_regress.__file__).resolve().parents[1]
 
 SMALL = '''
 import pytest
-from golden import assert_close, gemm
+from accel_regress.golden import assert_close
+from accel_regress.families.gemm_partition_n import golden as gemm
 
 pytestmark = pytest.mark.family(gemm.OP)
 CFG = gemm.CI_CONFIGS[7]     # M64-K512-N256-...-P4
@@ -39,12 +40,11 @@ def test_partition(run, part):
 def test_big(hw):
     pass
 '''
-ASSERT_LINE = 17   # the assert_close line of SMALL
+ASSERT_LINE = 18   # the assert_close line of SMALL
 
 
 @pytest.fixture
 def suite(pytester):
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_small=SMALL)
     return pytester
 
@@ -89,7 +89,7 @@ def test_collect_only_leaves_the_last_reports_untouched(suite):
 
 @pytest.mark.parametrize("style, line", [
     ("short", f"test_small.py:{ASSERT_LINE}: in test_partition"),
-    ("line", f"*test_small.py:{ASSERT_LINE}: golden.compare.Mismatch: C_1 is not close*"),
+    ("line", f"*test_small.py:{ASSERT_LINE}: accel_regress.golden.compare.Mismatch: C_1 is not close*"),
     ("long", f"test_small.py:{ASSERT_LINE}: Mismatch"),
 ])
 def test_tb_styles_show_the_failing_line(suite, style, line):
@@ -175,7 +175,6 @@ def test_deselection_comes_before_the_per_item_hooks(suite):
     """-m (and -k) deselect first, so hooks that walk every item (pytest's fixture reordering, the
     NOT_APPLICABLE marking, a conftest's) see only the items that run; the counts are pytest's."""
     suite.makeconftest('''
-        pytest_plugins = ["hardware.plugin"]
         SEEN = []
 
         def pytest_collection_modifyitems(items):

@@ -9,8 +9,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
 import sys
-from golden import gemm, matmul, store
-from hardware import registry
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.families.matmul import golden as matmul
+from accel_regress.golden import store
+from accel_regress.core import registry
 store.configure(enabled=False)
 cfg = gemm.CI_CONFIGS[7]
 case = gemm.make_case(cfg)

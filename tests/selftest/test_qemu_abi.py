@@ -1,11 +1,11 @@
-"""The harness's ABI structs (hardware/qemu_rvv/harness/abi.h) agree field by field with the
+"""The harness's ABI structs (hardware/backends/qemu_rvv/harness/abi.h) agree field by field with the
 LLVM struct types the pinned compiler emits into every executable library."""
 import re
 from pathlib import Path
 
 import pytest
 
-ABI = Path(__file__).resolve().parents[2] / "hardware" / "qemu_rvv" / "harness" / "abi.h"
+ABI = Path(__file__).resolve().parents[2] / "hardware" / "backends" / "qemu_rvv" / "harness" / "abi.h"
 # abi.h name -> the compiler's LLVM type name
 PAIRS = {"accel_library_header_t": "iree_hal_executable_library_header_t",
          "accel_dispatch_state_t": "iree_hal_executable_dispatch_state_v0_t",
@@ -32,12 +32,12 @@ def _c_fields(name: str) -> list[str]:
 
 
 def _llvm_types() -> dict[str, list[str]]:
-    from hardware.iree_common import compiler
+    from accel_regress.toolchains.iree import compiler
     if compiler.availability():
         pytest.skip(compiler.availability())
-    from golden import reductions as R
-    from hardware.iree_common.program import program_for
-    from hardware.qemu_rvv import build
+    from accel_regress.families.f32_reduction import golden as R
+    from accel_regress.toolchains.iree.program import program_for
+    from accel_regress.backends.qemu_rvv import build
     case = R.make_case("softmax", R.SEED_SHAPES["softmax"])
     dump = build.compile_riscv(program_for(case), "v").dir / "dump"
     (ll,) = [p for p in dump.glob("*.linked.ll")][:1] or [None]
@@ -56,12 +56,12 @@ def test_structs_match_the_compiler():
 
 
 def test_library_reports_abi_version_6():
-    from hardware.iree_common import compiler
+    from accel_regress.toolchains.iree import compiler
     if compiler.availability():
         pytest.skip(compiler.availability())
-    from golden import reductions as R
-    from hardware.iree_common.program import program_for
-    from hardware.qemu_rvv import build
+    from accel_regress.families.f32_reduction import golden as R
+    from accel_regress.toolchains.iree.program import program_for
+    from accel_regress.backends.qemu_rvv import build
     dump = build.compile_riscv(program_for(R.make_case("row_sum", (64, 128))), "v").dir / "dump"
     text = next(dump.glob("*.linked.ll")).read_text()
     assert re.search(r"%iree_hal_executable_library_header_t \{ i32 6,", text)

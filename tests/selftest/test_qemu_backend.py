@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from golden import assert_close
-from golden import reductions as R
-from hardware import Crash, Hang, Unsupported
-from hardware.qemu_rvv import QemuRvvBackend, build, protocol
+from accel_regress.golden import assert_close
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress import Crash, Hang, Unsupported
+from accel_regress.backends.qemu_rvv import QemuRvvBackend, build, protocol
 
-PROBES = Path(__file__).resolve().parents[2] / "hardware" / "qemu_rvv" / "probes"
+PROBES = Path(__file__).resolve().parents[2] / "hardware" / "backends" / "qemu_rvv" / "probes"
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def backend():
 
 
 def test_missing_packages_give_the_apt_command(monkeypatch):
-    import hardware.qemu_rvv as q
+    import accel_regress.backends.qemu_rvv as q
     monkeypatch.setattr(q.shutil, "which", lambda name: None)
     reason = QemuRvvBackend().availability()
     assert reason and "apt-get install" in reason and "qemu-user-static" in reason
@@ -118,7 +118,7 @@ def test_file_output_build_matches_uart_output(backend, tmp_path):
 
 
 def test_build_without_inputs_is_refused(backend, tmp_path):
-    from hardware import CompileError
+    from accel_regress import CompileError
     case = R.make_case("row_sum", (4, 7))
     with pytest.raises(CompileError, match="inputs lack x"):
         build.build_harness(case, "v", tmp_path, uart_outputs=True, inputs={})

@@ -1,8 +1,8 @@
-"""The harness's stdout protocol reader (hardware/qemu_rvv/protocol.py)."""
+"""The harness's stdout protocol reader (hardware/backends/qemu_rvv/protocol.py)."""
 import numpy as np
 import pytest
 
-from hardware.qemu_rvv import protocol
+from accel_regress.backends.qemu_rvv import protocol
 
 GOOD = ("Bench iter 1/1\r\n[dn] d=0 wg=8\r\n[dc] d=0 cyc=1200\r\n[dn] d=1 wg=4\r\n[dc] d=1 cyc=30\r\n"
         "[out] name=y dtype=f32 shape=2x2 hex=0000803f000000400000404000008040\r\n"

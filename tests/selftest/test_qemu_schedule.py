@@ -1,16 +1,16 @@
-"""Reading the dispatch schedule from IREE's host program (hardware/qemu_rvv/schedule.py)."""
+"""Reading the dispatch schedule from IREE's host program (hardware/backends/qemu_rvv/schedule.py)."""
 import pytest
 
-from hardware.qemu_rvv import schedule
+from accel_regress.backends.qemu_rvv import schedule
 
 
 def _compiled(kind):
-    from hardware.iree_common import compiler
+    from accel_regress.toolchains.iree import compiler
     if compiler.availability():
         pytest.skip(compiler.availability())
-    from golden import reductions as R
-    from hardware.iree_common.program import program_for
-    from hardware.qemu_rvv import build
+    from accel_regress.families.f32_reduction import golden as R
+    from accel_regress.toolchains.iree.program import program_for
+    from accel_regress.backends.qemu_rvv import build
     case = R.make_case(kind, R.SEED_SHAPES[kind])
     return build.compile_riscv(program_for(case), "v")
 

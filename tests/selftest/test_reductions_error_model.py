@@ -1,12 +1,12 @@
-"""The f32-summation error model (golden/reductions.py): clean results pass over many seeds in
+"""The f32-summation error model (families/f32_reduction/golden.py): clean results pass over many seeds in
 sequential and tree order, and the allowance is tight enough to catch real precision bugs."""
 import numpy as np
 import pytest
 
-from golden import census
-from golden import reductions as R
-from golden.case import Case
-from hardware.emu import f32_reduction as emu
+from accel_regress.golden import census
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.golden.case import Case
+from accel_regress.families.f32_reduction import emu as emu
 
 SEEDS = range(20)
 ORDERS = [("v", 256), ("v-reassoc", 128), ("v-reassoc", 512)]   # sequential; 4- and 16-lane trees
@@ -138,7 +138,7 @@ def test_case_params_carry_the_contract():
 def test_round_toward_zero_accumulation_is_caught_only_by_the_statistics():
     """A dot product whose f32 additions truncate: every element is within its allowance, but the
     errors together lean toward zero (magnitude bias) and are wider than the model's roundings."""
-    from golden.dtypes import ulp
+    from accel_regress.golden.dtypes import ulp
     case = R.make_case("matmul", R.SEED_SHAPES["matmul"])
     inputs = R.make_inputs(case)
     a, b = (inputs[k].astype(np.float64) for k in "ab")

@@ -4,8 +4,9 @@ Runs go through ``runner.execute`` (backend, then the fault, in this process), n
 session's isolation and its --max-hangs guard, which would rightly stop after three hangs."""
 import pytest
 
-from golden import reductions as R
-from hardware import Hang, faults, runner
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress import Hang
+from accel_regress.core import faults, runner
 
 
 def test_fault_is_registered():
@@ -25,13 +26,13 @@ def test_fault_hangs_reductions_only(kind):
         outputs = runner.execute(job)
         ref = R.reference(case, inputs)
         tol = R.tolerance(case, inputs, ref)
-        from golden import assert_close
+        from accel_regress.golden import assert_close
         for n in ref:
             assert_close(outputs[n], ref[n], tol=tol[n])
 
 
 def test_fault_leaves_other_families_alone():
-    from golden.case import Case
+    from accel_regress.golden.case import Case
     fn = faults.builtin()["saturn-f32-reduction-hang"]
     out = {"y": object()}
     assert fn(Case("gemm_partition_n", "x", {"has_f32_reduction": True}), out) is out

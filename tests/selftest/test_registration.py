@@ -1,4 +1,4 @@
-"""Registration by entry points (hardware/registry.py): the built-ins through this repository's
+"""Registration by entry points (hardware/core/registry.py): the built-ins through this repository's
 pyproject.toml, an outside package through its installed metadata, a clash named with both sources."""
 import json
 import os
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import hardware
-from hardware import faults, registry
+import accel_regress
+from accel_regress.core import faults, registry
 
-REPO = Path(hardware.__file__).resolve().parents[1]   # this checkout, not an installed copy
+REPO = Path(accel_regress.__file__).resolve().parents[1]   # this checkout, not an installed copy
 
 pytest_plugins = ["pytester"]
 
@@ -28,7 +28,7 @@ def _install(root, entry_points: dict, name="outside-pkg"):
     pkg = root / "outside_pkg"
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text(textwrap.dedent('''
-        from hardware.backend import Backend
+        from accel_regress.core.backend import Backend
         class ToyBackend(Backend):
             kind = "emulator"
             description = "a toy"
@@ -72,7 +72,7 @@ def test_builtins_come_from_this_repository_pyproject():
     regs = registry.registrations("backend")
     assert list(regs)[:3] == ["emu", "iree-cpu", "qemu-rvv"]
     assert all("accel-regress" in r.source and "pyproject.toml" in r.source for r in regs.values())
-    assert registry.KNOWN["emu"] == "hardware.emu:EmuBackend"
+    assert registry.KNOWN["emu"] == "accel_regress.backends.emu:EmuBackend"
     # a registered family's golden module says the id it is registered under
     for op, reg in registry.registrations("family").items():
         assert registry.module_for("family", op).OP == op, reg
@@ -94,40 +94,38 @@ def test_a_clash_names_both_sources(outside):
         registry.registrations("backend")
     text = str(err.value)
     assert "'emu' is registered twice" in text
-    assert "hardware.emu:EmuBackend by accel-regress" in text and "outside_pkg:ToyBackend by outside-pkg 0.1" in text
+    assert "accel_regress.backends.emu:EmuBackend by accel-regress" in text and "outside_pkg:ToyBackend by outside-pkg 0.1" in text
 
 
 def test_a_clash_is_a_usage_error_and_listed_by_python_m_hardware(outside, pytester, monkeypatch):
     root = outside({"accel_regress.emu_models": "matmul = outside_pkg.emu_twice"})
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), str(REPO)]))
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_x="def test_x(hw): pass")
     res = pytester.runpytest_subprocess("--hw", "emu", "--isolation", "none")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
-    res.stderr.fnmatch_lines(["*emu model 'matmul' is registered twice*hardware.emu.matmul by accel-regress*"
+    res.stderr.fnmatch_lines(["*emu model 'matmul' is registered twice*accel_regress.families.matmul.emu by accel-regress*"
                               "outside_pkg.emu_twice by outside-pkg 0.1*"])
-    out = subprocess.run([sys.executable, "-m", "hardware"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "accel_regress"], capture_output=True, text=True)
     assert out.returncode == 2 and "registered twice" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_python_m_hardware_lists_each_registration_with_its_source(outside):
     root = outside()
-    out = subprocess.run([sys.executable, "-m", "hardware"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "accel_regress"], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(REPO)])})
     assert out.returncode == 0, out.stderr
     assert "toy = outside_pkg:ToyBackend  [outside-pkg 0.1 (installed" in out.stdout
     assert "twice = outside_pkg.emu_twice  [outside-pkg 0.1" in out.stdout
-    assert "emu = hardware.emu:EmuBackend  [accel-regress 0.1.0 (source checkout" in out.stdout
+    assert "emu = accel_regress.backends.emu:EmuBackend  [accel-regress 0.1.0 (source checkout" in out.stdout
 
 
 def test_a_missing_packaged_file_is_a_setup_error_naming_it(outside, pytester, monkeypatch):
     root = outside({"accel_regress.backends": "needs-file = outside_pkg:NeedsFileBackend",
                     "accel_regress.emu_models": "twice = outside_pkg.emu_twice"})
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), str(REPO)]))
-    pytester.makeconftest('pytest_plugins = ["hardware.plugin"]')
     pytester.makepyfile(test_x=textwrap.dedent('''
         import numpy as np, pytest
-        from golden.case import Case
+        from accel_regress.golden.case import Case
         pytestmark = pytest.mark.family("twice")
         def test_twice(hw):
             hw.run(Case.make("twice", "x", {}), {"x": np.ones(3)})
@@ -137,5 +135,5 @@ def test_a_missing_packaged_file_is_a_setup_error_naming_it(outside, pytester, m
     res.stdout.fnmatch_lines(["E*SetupError: backend needs-file cannot be set up*kernels/twice.c*"])
     case = json.loads((pytester.path / "reports" / "results.json").read_text())["cases"][0]
     assert (case["verdict"], case["stage"]) == ("FAIL", "setup") and "kernels/twice.c" in case["message"]
-    listing = subprocess.run([sys.executable, "-m", "hardware"], capture_output=True, text=True).stdout
+    listing = subprocess.run([sys.executable, "-m", "accel_regress"], capture_output=True, text=True).stdout
     assert "set-up error: the installation lacks" in listing

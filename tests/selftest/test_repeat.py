@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware import gate
+from accel_regress.results import gate
 
 REPO = Path(__file__).resolve().parents[2]
 CASE = "tests/test_f32_reductions.py::test_f32_reduction[emu-row_sum-64x128-v-vlen256-normal]"

@@ -1,4 +1,4 @@
-"""Reports: each opens with the gate's verdict (the same words as `python -m hardware gate`, under
+"""Reports: each opens with the gate's verdict (the same words as `python -m accel_regress gate`, under
 the default policy and policy/release.toml) and a fault run's banner; summary.md (matrix, then
 failures with their census and rerun line), heatmaps of |got - expected| / allowed that show where
 the garbage is, index.html that opens from disk, CSV matrices and the PR comment; the page and a
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.report import heatmap
+from accel_regress.results.report import heatmap
 
 pytest_plugins = ["pytester"]
 
@@ -24,7 +24,7 @@ pytest_plugins = ["pytester"]
 FAILING = textwrap.dedent('''
     import numpy as np
     import pytest
-    from golden import assert_close
+    from accel_regress.golden import assert_close
 
     pytestmark = pytest.mark.family("gemm_partition_n")   # a family emu models (else the core SKIPs it)
 
@@ -65,7 +65,6 @@ def _session(root: Path, *options: str) -> Path:
 @pytest.fixture(scope="module")
 def demo_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("reports_run")
-    (root / "conftest.py").write_text('pytest_plugins = ["hardware.plugin"]\n')
     (root / "test_demo.py").write_text(FAILING)
     return root
 
@@ -87,7 +86,7 @@ def fault_dir(demo_root):
 
 
 def _gate_lines(report_dir: Path, *options: str) -> list[str]:
-    proc = subprocess.run(["python", "-m", "hardware", "gate", str(report_dir / "results.json"), *options],
+    proc = subprocess.run(["python", "-m", "accel_regress", "gate", str(report_dir / "results.json"), *options],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     return proc.stdout.splitlines()
@@ -148,7 +147,7 @@ def test_fault_run_says_so_first_everywhere(fault_dir):
     assert (fault_dir / "terminal.txt").read_text().splitlines()[0] == banner     # before any result
     assert (fault_dir / "pr-comment.md").read_text().startswith(f"**{banner}**")
     assert f"<div id='fault'>{banner}</div>" in (fault_dir / "index.html").read_text()
-    allowed = subprocess.run(["python", "-m", "hardware", "gate", str(fault_dir / "results.json"), "--allow-fault"],
+    allowed = subprocess.run(["python", "-m", "accel_regress", "gate", str(fault_dir / "results.json"), "--allow-fault"],
                              capture_output=True, text=True, cwd=REPO).stdout.splitlines()
     assert allowed[0] == banner and not any(banner + " (pass" in ln for ln in allowed)
 
@@ -252,7 +251,7 @@ def test_index_html_links_resolve_on_disk(run_dir):
 
 
 def test_report_command_on_a_results_file(run_dir, tmp_path, capsys):
-    from hardware import report
+    from accel_regress.results import report
     out = tmp_path / "again"
     assert report.main([str(run_dir / "results.json"), "--out", str(out)]) == 0
     said = capsys.readouterr().out
@@ -265,7 +264,7 @@ def test_report_command_on_a_results_file(run_dir, tmp_path, capsys):
 
 
 def test_report_command_names_a_bad_file(tmp_path, capsys):
-    from hardware import report
+    from accel_regress.results import report
     bad = tmp_path / "results.json"
     bad.write_text("[]")
     assert report.main([str(bad)]) == 2
@@ -350,10 +349,10 @@ def test_index_and_heatmap_in_headless_chromium(run_dir, tmp_path):
 
 
 def test_seed002_tile_mismatch_gives_its_arrays():
-    """golden.tiles raises its own TileMismatch (not via assert_close): its arrays are found too."""
-    from golden import tiles
-    from hardware.emu import rowexpandmul_fillpad as emu_tiles
-    from hardware.report.plugin import _arrays, _mismatch
+    """accel_regress.families.rowexpandmul_fillpad.golden raises its own TileMismatch (not via assert_close): its arrays are found too."""
+    from accel_regress.families.rowexpandmul_fillpad import golden as tiles
+    from accel_regress.families.rowexpandmul_fillpad import emu as emu_tiles
+    from accel_regress.results.report.plugin import _arrays, _mismatch
     cfg = tiles.seed_config(1, "fused", True)
     case = tiles.make_case(cfg)
     inputs = tiles.make_inputs(case)

@@ -60,7 +60,7 @@ def test_item15_a_repro_hang_or_crash_is_a_verdict_within_the_bound(tmp_path, ki
 
 
 def test_item12_a_shape_over_the_memory_budget_is_a_skip_that_says_so(tmp_path):
-    res = _run(["-m", "hardware", "sweep", "--hw", "emu", "--shape", "20000000x1x20000000",
+    res = _run(["-m", "accel_regress", "sweep", "--hw", "emu", "--shape", "20000000x1x20000000",
                 "--shape", "16x16x16"], tmp_path, timeout=120)
     assert res.returncode == 0, (res.stdout + res.stderr)[-2000:]
     assert "Traceback" not in res.stderr and "MemoryError" not in res.stdout + res.stderr

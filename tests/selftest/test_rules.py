@@ -1,9 +1,9 @@
-"""The rule finder (hardware/rules.py) on seed 003's tables and on tables made to have no rule."""
+"""The rule finder (hardware/results/rules.py) on seed 003's tables and on tables made to have no rule."""
 import itertools
 
 import pytest
 
-from hardware import rules
+from accel_regress.results import rules
 
 # Seed 003, verbatim: bf16 operands, f32 result.
 SEED_2432 = {(2048, 2048, 2048): "PASS", (2048, 2048, 2432): "HANG", (2048, 2432, 2048): "PASS",

@@ -1,4 +1,4 @@
-"""The RVV codegen scan (hardware/qemu_rvv/scan.py) on hand-written assembly and on real dumps."""
+"""The RVV codegen scan (hardware/backends/qemu_rvv/scan.py) on hand-written assembly and on real dumps."""
 import json
 import subprocess
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hardware.qemu_rvv import scan
+from accel_regress.backends.qemu_rvv import scan
 
 HEAD = """\t.text
 \t.type\tmain_dispatch_0_softmax_64x64xf32,@function
@@ -118,14 +118,14 @@ def test_hand_written_assembly_without_type_directives():
 
 
 def test_python_m_hardware_scan_rvv_on_any_file(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "hardware", "scan-rvv", str(REAL / "clang16_sum_fastmath.s"),
+    run = subprocess.run([sys.executable, "-m", "accel_regress", "scan-rvv", str(REAL / "clang16_sum_fastmath.s"),
                           str(REAL / "iree_rowsum_f16_v_zvfh.s")], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert "sum_f16: f32 vfredusum=0 vfredosum=0 (vfredusum[e16:1])" in run.stdout
     assert "rowsum_f16_dispatch_0_reduction_64x256_f16: f32 vfredusum=0 vfredosum=0 (vfredosum[e16:8])" in run.stdout
     assert "2 file(s)" in run.stdout and "4 with FP reductions, 0 with seed 004's signature" in run.stdout
-    sig = subprocess.run([sys.executable, "-m", "hardware", "scan-rvv", "--json", "--dispatch-only",
+    sig = subprocess.run([sys.executable, "-m", "accel_regress", "scan-rvv", "--json", "--dispatch-only",
                           str(REAL / "iree_softmax_64x64_v_zvl512b.s")], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
     assert sig.returncode == 1 and [d["signature"] for d in json.loads(sig.stdout)] == [True]
@@ -135,7 +135,7 @@ def test_python_m_hardware_scan_rvv_on_any_file(tmp_path):
                         ([str(tmp_path)], "no functions found")):
         if args == [str(tmp_path)]:
             bad.unlink()
-        r = subprocess.run([sys.executable, "-m", "hardware", "scan-rvv", *args], cwd=REPO, capture_output=True,
+        r = subprocess.run([sys.executable, "-m", "accel_regress", "scan-rvv", *args], cwd=REPO, capture_output=True,
                            text=True, timeout=120)
         assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr
 
@@ -158,12 +158,12 @@ def test_only_dispatch_functions_are_scanned():
 
 
 def _live(kind, variant):
-    from hardware.iree_common import compiler
+    from accel_regress.toolchains.iree import compiler
     if compiler.availability():
         pytest.skip(compiler.availability())
-    from golden import reductions as R
-    from hardware.iree_common.program import program_for
-    from hardware.qemu_rvv import build
+    from accel_regress.families.f32_reduction import golden as R
+    from accel_regress.toolchains.iree.program import program_for
+    from accel_regress.backends.qemu_rvv import build
     case = R.make_case(kind, R.SEED_SHAPES[kind], variant)
     return scan.scan_dir(build.compile_riscv(program_for(case), variant).dir / "dump")
 

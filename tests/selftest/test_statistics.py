@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from golden.compare import Census, Mismatch, assert_close, census
-from golden.dtypes import ulp
-from golden.tolerance import P_FALSE_ALARM, ErrorModel, bernstein, exact_model
+from accel_regress.golden.compare import Census, Mismatch, assert_close, census
+from accel_regress.golden.dtypes import ulp
+from accel_regress.golden.tolerance import P_FALSE_ALARM, ErrorModel, bernstein, exact_model
 
 
 def _rounded(n=4096, seed=0, mode="nearest"):

@@ -6,8 +6,8 @@ import socket
 
 import numpy as np
 
-from hardware import merge, results
-from hardware.isolation import protocol
+from accel_regress.results import merge, record as results
+from accel_regress.core.isolation import protocol
 
 
 def _strict(text: str):

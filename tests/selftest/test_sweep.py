@@ -1,14 +1,15 @@
-"""``python -m hardware sweep`` and repros/matmul_2432_sweep.py on emu, with and without seed 003's faults."""
+"""``python -m accel_regress sweep`` and repros/matmul_2432_sweep.py on emu, with and without seed 003's faults."""
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from golden import matmul as mm
-from golden.case import Case
-from hardware import CompileError, Hang, sweep
-from hardware.emu import matmul as emu_mm
+from accel_regress.families.matmul import golden as mm
+from accel_regress.golden.case import Case
+from accel_regress import CompileError, Hang
+from accel_regress.families.matmul import sweep
+from accel_regress.families.matmul import emu as emu_mm
 
 REPO = Path(__file__).resolve().parents[2]
 K_FAULT = Path(__file__).parent / "fixtures" / "matmul" / "k_remainder_fault.py"

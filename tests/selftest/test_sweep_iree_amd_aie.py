@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from golden import matmul as mm
-from hardware import CompileError, Hang, registry, runner, sweep
-from hardware.iree_amd_aie import IreeAmdAieBackend, toolchain
+from accel_regress.families.matmul import golden as mm
+from accel_regress import CompileError, Hang
+from accel_regress.core import registry, runner
+from accel_regress.families.matmul import sweep
+from accel_regress.backends.iree_amd_aie import IreeAmdAieBackend, toolchain
 
 STANDIN = Path(__file__).parent / "fixtures" / "matmul" / "iree_amd_aie_standin"
 

@@ -1,8 +1,8 @@
-"""`python -m hardware trend`: per test and device, when its verdict changed and the versions on
+"""`python -m accel_regress trend`: per test and device, when its verdict changed and the versions on
 either side; a pass-rate plot per family and device that the report of its folder embeds."""
 import json
 
-from hardware import report, results, trend
+from accel_regress.results import report, record as results, trend
 
 
 def _night(tmp_path, name, started, qemu, verdicts):

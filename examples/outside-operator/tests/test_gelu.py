@@ -2,7 +2,7 @@
 import pytest
 
 from gelu_ops import golden as gelu
-from golden import assert_close
+from accel_regress.golden import assert_close
 
 pytestmark = pytest.mark.family(gelu.OP)
 

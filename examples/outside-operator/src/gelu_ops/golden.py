@@ -15,8 +15,8 @@ from typing import Mapping
 
 import numpy as np
 
-from golden import inputs as gen
-from golden.case import Case
+from accel_regress.golden import inputs as gen
+from accel_regress.golden.case import Case
 
 OP = "gelu"
 U = 2.0 ** -24

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from hardware.iree_common.program import Program
+from accel_regress.toolchains.iree.program import Program
 
 
 def program(case) -> Program:

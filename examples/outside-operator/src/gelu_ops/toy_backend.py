@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from hardware.backend import Backend
+from accel_regress.core.backend import Backend
 
 
 class ToyBackend(Backend):

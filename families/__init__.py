@@ -1,0 +1,1 @@
+"""The built-in operator families, one folder each: golden module, emu model, IREE program."""

@@ -1,0 +1,1 @@
+"""The fused_decode family: golden.py (what is right), emu.py (the emu model), iree_program.py."""

@@ -1,0 +1,294 @@
+"""The fused_decode family (seed 001): one decode step of a Llama-3.2-1B-shaped block as a runlist.
+
+The pipeline is data: ``DECODE_BLOCK`` lists the steps, each an operator of families/fused_decode/llama_ops.py
+with its named input buffers and its output buffer. A case runs either the runlist step by step
+(``program="steps"``: the backend returns every step's output buffer, in bf16 as IRON's host
+buffers hold them) or the block as one fused program (``program="fused"``: ``fused_out``).
+
+Three ways to judge a run, as seed 001's FusedMLIROperator dispatch modes:
+- compare mode (``compare_steps``): every step against its reference re-seeded from the device's
+  own inputs to that step, so each census reflects that operator's error alone and the first
+  divergent step stands out;
+- end to end (``end_to_end``): the block's output against the float64 golden of the whole block;
+- reference mode (``run_pipeline(..., bf16=True)``): the whole runlist on the CPU with bf16
+  buffers between steps, no device.
+
+End-to-end bound (measured and explained): a correct device differs from the float64 block by the
+bf16 rounding of every intermediate buffer, propagated through the later steps. Reference mode is
+one realization of exactly that process, so its error e_ref = out_bf16chain - out_f64 measures it
+for this case; a correct device is another realization, with an error of the same size. The
+allowance is Z_E2E * rms(e_ref) per element. Z_E2E = 8: over 1000 seeds of the small block the
+largest emu error was 5.45 rms(e_ref) (median of the per-case maxima 2.81, 99th percentile 4.32);
+tests/selftest/test_fused_decode.py keeps 200 of those seeds under 0.75 of the allowance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+import numpy as np
+
+from accel_regress.golden import inputs as gen
+from accel_regress.families.fused_decode import llama_ops
+from accel_regress.golden.case import Case, case_seed
+from accel_regress.golden.compare import Census, Mismatch, census
+from accel_regress.golden.dtypes import to_bf16
+
+OP = "fused_decode"
+Z_E2E = 8.0
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    op: str
+    ins: tuple[str, ...]
+    out: str
+    params: Mapping = field(default_factory=dict)
+
+
+# One decode step of a Llama block (pre-norm attention with GQA and RoPE, SwiGLU MLP), in the
+# order IRON's llama_3.2_1b decode runlist dispatches its operators.
+DECODE_BLOCK: tuple[Step, ...] = (
+    Step("attn_norm", "rmsnorm", ("x", "attn_norm_w"), "xn"),
+    Step("q_proj", "gemv", ("wq", "xn"), "q"),
+    Step("k_proj", "gemv", ("wk", "xn"), "k"),
+    Step("v_proj", "gemv", ("wv", "xn"), "v"),
+    Step("q_rope", "rope", ("q",), "q_r"),
+    Step("k_rope", "rope", ("k",), "k_r"),
+    Step("k_append", "kv_append", ("k_cache", "k_r"), "k_all"),
+    Step("v_append", "kv_append", ("v_cache", "v"), "v_all"),
+    Step("k_repeat", "repeat", ("k_all",), "k_rep"),
+    Step("v_repeat", "repeat", ("v_all",), "v_rep"),
+    Step("scores", "gemv_batched", ("k_rep", "q_r"), "s", {"scale": "attn_scale"}),
+    Step("attn_softmax", "softmax", ("s",), "probs"),
+    Step("v_transpose", "transpose", ("v_rep",), "v_t"),
+    Step("attn_v", "gemv_batched", ("v_t", "probs"), "attn"),
+    Step("o_proj", "gemm", ("attn", "wo"), "o", {"b_col_maj": True, "c_col_maj": False}),
+    Step("attn_residual", "add", ("x", "o"), "h1"),
+    Step("ffn_norm", "rmsnorm", ("h1", "ffn_norm_w"), "hn"),
+    Step("gate_proj", "gemv", ("w_gate", "hn"), "g"),
+    Step("up_proj", "gemv", ("w_up", "hn"), "u"),
+    Step("gate_silu", "silu", ("g",), "sg"),
+    Step("gate_mul", "mul", ("sg", "u"), "m"),
+    Step("down_proj", "gemv", ("w_down", "m"), "d"),
+    Step("ffn_residual", "add", ("h1", "d"), "out"),
+)
+OUTPUT = "out"
+FUSED_OUTPUT = "fused_out"
+
+
+@dataclass(frozen=True)
+class Config:
+    hidden: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    intermediate: int
+    past: int                  # tokens already in the KV cache; this step decodes token `past`
+    rope_theta: float = 500000.0
+
+    @property
+    def id(self) -> str:
+        return (f"H{self.hidden}-NH{self.n_heads}-KV{self.n_kv_heads}-D{self.head_dim}"
+                f"-I{self.intermediate}-T{self.past}")
+
+
+# Llama 3.2 1B (hidden 2048, 32 heads, 8 kv heads, head dim 64, MLP 8192, rope theta 500000) and a
+# small block of the same structure for the default run.
+LLAMA_3_2_1B = Config(2048, 32, 8, 64, 8192, past=255)
+SMALL = Config(64, 4, 2, 16, 128, past=15)
+
+# The attention-sink score planted in head 0 (see make_inputs): above 88.72, where exp overflows
+# f32 and bf16 alike, so a softmax that skips the max subtraction returns inf / inf.
+SINK_SCORE = 96.0
+
+
+PROGRAMS = ("steps", "fused")
+
+
+def make_case(cfg: Config, base_seed: int = 0, program: str = "steps") -> Case:
+    """``program``: ``steps`` runs the runlist one step at a time and returns every buffer (compare
+    mode); ``fused`` runs the block as one program and returns ``fused_out`` (end to end). Both
+    draw the same inputs."""
+    if program not in PROGRAMS:
+        raise ValueError(f"program must be one of {PROGRAMS}, not {program!r}")
+    params = {"hidden": cfg.hidden, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
+              "head_dim": cfg.head_dim, "intermediate": cfg.intermediate, "past": cfg.past,
+              "pos": cfg.past, "rope_theta": cfg.rope_theta, "attn_scale": cfg.head_dim ** -0.5,
+              "dtype": "bf16", "program": program}
+    return Case(OP, f"{cfg.id}-{program}", params, case_seed(OP, cfg.id, base_seed))
+
+
+def as_program(case: Case, program: str) -> Case:
+    """The same block and inputs, run as ``program`` (steps or fused)."""
+    base = case.id.rsplit("-", 1)[0]
+    return Case(case.op, f"{base}-{program}", {**case.params, "program": program}, case.seed)
+
+
+def step_params(case: Case, step: Step) -> dict:
+    """The case's parameters with the step's own; a string value names a case parameter."""
+    p = dict(case.params)
+    p.update({k: case.params[v] if isinstance(v, str) else v for k, v in step.params.items()})
+    return p
+
+
+def input_shapes(case: Case) -> dict[str, tuple]:
+    p = case.params
+    H, NH, KV, D, I, T = (p[k] for k in ("hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "past"))
+    return {"x": (1, H), "attn_norm_w": (H,), "wq": (NH * D, H), "wk": (KV * D, H), "wv": (KV * D, H),
+            "wo": (H, NH * D), "ffn_norm_w": (H,), "w_gate": (I, H), "w_up": (I, H), "w_down": (H, I),
+            "k_cache": (KV, T, D), "v_cache": (KV, T, D)}
+
+
+def buffer_shapes(case: Case) -> dict[str, tuple]:
+    """Every buffer's shape: the inputs', then each step's output from its reference on zeros."""
+    shapes = input_shapes(case)
+    for step in DECODE_BLOCK:
+        zeros = [np.zeros(shapes[n]) for n in step.ins]
+        shapes[step.out] = llama_ops.reference(step.op, step_params(case, step), zeros).shape
+    return shapes
+
+
+def output_contract(case: Case) -> dict:
+    """What every backend returns (checked by accel_regress.core.runner before any comparison): every step's
+    buffer in bf16, as IRON's host buffers hold them, or the fused block's output."""
+    shapes = buffer_shapes(case)
+    if case.params["program"] == "fused":
+        return {FUSED_OUTPUT: ("bfloat16", shapes[OUTPUT])}
+    return {s.out: ("bfloat16", shapes[s.out]) for s in DECODE_BLOCK}
+
+
+def _weights(g, rows, cols) -> np.ndarray:
+    """Weights scaled by 1/sqrt(fan-in), as trained Llama weights roughly are: outputs stay O(1)."""
+    return gen.near_normal(g, (rows, cols), scale=cols ** -0.5)
+
+
+def make_inputs(case: Case, token: int = 0) -> dict[str, np.ndarray]:
+    """bf16 inputs of one decode step. ``token=-1`` draws the previous token's hidden state (the
+    weights and cache are the same), for faults that model a stale buffer."""
+    p = case.params
+    H, NH, KV, D, I, T = (p[k] for k in ("hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "past"))
+    g = gen.rng(case.seed)
+    ins = {
+        "x": gen.near_normal(g, (1, H)),
+        "attn_norm_w": gen.uniform(g, (H,), 0.5, 1.5),
+        "wq": _weights(g, NH * D, H), "wk": _weights(g, KV * D, H), "wv": _weights(g, KV * D, H),
+        "wo": _weights(g, H, NH * D),            # column-major B of the o_proj GEMM: (N, K)
+        "ffn_norm_w": gen.uniform(g, (H,), 0.5, 1.5),
+        "w_gate": _weights(g, I, H), "w_up": _weights(g, I, H), "w_down": _weights(g, H, I),
+        "k_cache": gen.near_normal(g, (KV, T, D)), "v_cache": gen.near_normal(g, (KV, T, D)),
+    }
+    if token == -1:
+        ins["x"] = gen.near_normal(gen.rng(case.seed ^ 0x7F4A7C15), (1, H))
+    out = {k: to_bf16(v) for k, v in ins.items()}
+    _plant_attention_sink(case, out)
+    return out
+
+
+def _plant_attention_sink(case: Case, ins: dict) -> None:
+    """Cache position 0 of kv head 0 points along head 0's rotated query with score SINK_SCORE, an
+    attention sink as trained models have them: a correct softmax puts almost all of head 0's
+    weight there; one that skips the max subtraction overflows."""
+    bufs = run_pipeline(case, ins, until="q_rope")
+    q0 = bufs["q_r"][0]
+    scale = float(case.params["attn_scale"])
+    ins["k_cache"][0, 0] = to_bf16(q0 * (SINK_SCORE / (scale * float(q0 @ q0))))
+
+
+def previous_token_inputs(case: Case) -> dict[str, np.ndarray]:
+    """Inputs of the token before this one: another hidden state, one position earlier, the cache
+    without its last entry."""
+    prev = make_inputs(case, token=-1)
+    for k in ("k_cache", "v_cache"):
+        prev[k] = prev[k][:, :-1]
+    return prev
+
+
+def previous_token_case(case: Case) -> Case:
+    params = dict(case.params, pos=case.params["pos"] - 1, past=case.params["past"] - 1)
+    return Case(case.op, case.id, params, case.seed)
+
+
+def run_pipeline(case: Case, inputs: Mapping[str, np.ndarray], *, bf16: bool = False,
+                 until: Optional[str] = None, steps=DECODE_BLOCK) -> dict[str, np.ndarray]:
+    """Every buffer of the pipeline, float64 (``bf16``: each step's output rounded to bf16, as
+    IRON's reference mode keeps host buffers), stopping after step ``until``."""
+    bufs = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
+    for step in steps:
+        y = llama_ops.reference(step.op, step_params(case, step), [bufs[n] for n in step.ins])
+        bufs[step.out] = np.asarray(to_bf16(y), np.float64) if bf16 else y
+        if step.name == until:
+            break
+    return bufs
+
+
+@dataclass
+class StepResult:
+    step: Step
+    census: Census
+    ref_max: float              # max |reference|: max_rel is max_abs relative to it, as seed 001 logs
+
+    def row(self) -> dict:
+        c = self.census
+        nums = {"max_abs": c.max_abs, "mean_abs": c.mean_abs, "max_rel": c.max_abs / max(self.ref_max, 1e-30)}
+        return {"step": self.step.name, "op": self.step.op, "over": c.over_tolerance, "elements": c.elements,
+                "ok": c.ok, **{k: v if np.isfinite(v) else str(v) for k, v in nums.items()}}
+
+
+def compare_steps(case: Case, inputs: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],
+                  steps=DECODE_BLOCK) -> list[StepResult]:
+    """Compare mode: each step's device output against its reference computed from the device's
+    own inputs to that step (a missing device buffer falls back to the case input)."""
+    out = []
+    for step in steps:
+        p = step_params(case, step)
+        ins = [got[n] if n in got else inputs[n] for n in step.ins]
+        ref = llama_ops.reference(step.op, p, ins)
+        tol = llama_ops.tolerance(step.op, p, ins, ref)
+        dev = got.get(step.out)
+        c = census(np.asarray(dev, np.float64) if dev is not None else np.zeros((0,)), ref, tol=tol,
+                   name=f"{step.name} ({step.op}) -> {step.out}")
+        if dev is None:
+            c.shape_error = f"the backend returned no buffer {step.out!r}"
+        out.append(StepResult(step, c, float(np.max(np.abs(ref))) if ref.size else 0.0))
+    return out
+
+
+def first_divergent(results: list[StepResult]) -> Optional[StepResult]:
+    return next((r for r in results if not r.census.ok), None)
+
+
+def step_table(results: list[StepResult]) -> str:
+    """The per-step table seed 001's compare mode logs: max_abs / mean_abs / max_rel per step."""
+    lines = [f"{'step':<14} {'op':<13} {'max_abs':>10} {'mean_abs':>10} {'max_rel':>10} {'over tol':>12}"]
+    first = first_divergent(results)
+    for r in results:
+        c, ok = r.census, r.census.ok
+        mark = "  <- first divergent step" if r is first else ("" if ok else "  (diverges)")
+        lines.append(f"{r.step.name:<14} {r.step.op:<13} {c.max_abs:>10.3g} {c.mean_abs:>10.3g} "
+                     f"{c.max_abs / max(r.ref_max, 1e-30):>10.3g} {c.over_tolerance:>5}/{c.elements:<6}{mark}")
+    return "\n".join(lines)
+
+
+def end_to_end_expected(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 block output and its per-element allowance (module docstring)."""
+    exact = run_pipeline(case, inputs)[OUTPUT]
+    chain = run_pipeline(case, inputs, bf16=True)[OUTPUT]
+    rms = float(np.sqrt(np.mean((chain - exact) ** 2)))
+    return exact, np.full(exact.shape, Z_E2E * rms)
+
+
+class PipelineMismatch(Mismatch):
+    """Compare mode found a divergent step: the census is that step's; ``detail`` carries the
+    per-step table for the report."""
+
+    def __init__(self, results: list[StepResult], arrays: Optional[dict] = None):
+        first = first_divergent(results)
+        super().__init__(first.census, arrays)
+        self.args = (f"first divergent step: {first.step.name} ({first.step.op} -> {first.step.out})\n\n"
+                     f"{step_table(results)}\n\n{first.census.describe()}",)
+        self.detail = {"steps": [r.row() for r in results], "first_divergent_step": first.step.name}
+
+    def __str__(self) -> str:
+        return self.args[0]

@@ -1,0 +1,1 @@
+"""The rowexpandmul_fillpad family: golden.py (what is right), emu.py (the emu model), iree_program.py."""

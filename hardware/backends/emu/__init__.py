@@ -1,0 +1,60 @@
+"""``emu``: numerical models of the devices, runnable anywhere.
+
+One model module per operator family, registered in the ``accel_regress.emu_models`` entry-point
+group under the family's id (``case.op``); see hardware/core/registry.py. A model has
+``run(case, inputs) -> outputs``, a ``FAULTS`` dict of the family's documented bugs (built-in
+``--inject-fault`` names) and optionally ``timeout(case)``. The built-in models live next to this
+file and are registered in this repository's pyproject.toml like any other.
+"""
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from typing import Mapping, Optional
+
+import numpy as np
+
+from accel_regress.golden.case import Case
+from accel_regress.core import registry
+from accel_regress.core.backend import Backend
+
+
+def _model(op: str):
+    return registry.module_for("emu_model", op)
+
+
+class EmuBackend(Backend):
+    name = "emu"
+    kind = "emulator"
+    description = "numerical models of each device (numpy/torch); every documented bug is an injectable fault"
+    default_timeout_s = 60.0
+
+    def supports_op(self, op: str) -> Optional[str]:
+        if _model(op) is None:
+            return (f"emu has no model of operator {op!r} (register one in the entry-point group "
+                    f"{registry.GROUPS['emu_model']})")
+        return None
+
+    def supports_inputs(self, case: Case) -> Optional[str]:
+        """A model that holds the data path's number formats (a bfp16 GEMM holds no inf, NaN or
+        subnormal) says which input classes it cannot carry, with its own ``supports_inputs``."""
+        ask = getattr(_model(case.op), "supports_inputs", None)
+        return ask(case) if ask is not None else super().supports_inputs(case)
+
+    def preload_modules(self) -> list[str]:
+        return super().preload_modules() + [r.value.split(":")[0] for r in
+                                            registry.registrations("emu_model").values()]
+
+    def versions(self) -> dict[str, str]:
+        # From the installed metadata: importing torch costs this (pytest) process ~2 s, and only
+        # the isolated worker, which runs the models, needs it.
+        return {"numpy": np.__version__, "torch": metadata.version("torch"),
+                "ml_dtypes": metadata.version("ml_dtypes"), "python": platform.python_version()}
+
+    def timeout(self, case: Case) -> float:
+        model = _model(case.op)
+        bound = getattr(model, "timeout", None)
+        return bound(case) if bound else self.default_timeout_s
+
+    def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return _model(case.op).run(case, inputs)

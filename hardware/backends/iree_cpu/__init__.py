@@ -1,0 +1,121 @@
+"""``iree-cpu``: IREE from PyPI compiles each case's linalg program for this host and
+``iree.runtime`` runs it on the ``local-task`` driver.
+
+Generic over operators: any ``case.op`` with a registered IREE program (``families/<op>/iree_program.py`` for the built-ins) runs
+here. Compiled modules are cached on disk (hardware/toolchains/iree/compiler.py). Programs whose
+case carries a RISC-V flag variant other than the baseline are not duplicated here: the host
+compile ignores RISC-V target flags, so such a case would rerun the baseline case's module.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+from functools import lru_cache
+from typing import Mapping, Optional
+
+import numpy as np
+
+from accel_regress.golden.case import Case
+from accel_regress.core.backend import Backend
+from accel_regress.core.errors import Crash
+from accel_regress.toolchains.iree import compiler, riscv
+from accel_regress.toolchains.iree.program import (
+    Program,
+    plan_for,
+    program_for,
+    riscv_target,
+    run_plan,
+    unsupported_case,
+    unsupported_op,
+)
+
+HOST_FLAGS = ("--iree-hal-target-device=local",
+              "--iree-hal-local-target-device-backends=llvm-cpu",
+              "--iree-llvmcpu-target-cpu=host")
+
+# RISC-V flag variants (case.params['variant']) and VLENs the host build does not distinguish.
+HOST_VARIANTS = (None, riscv.BASELINE_VARIANT)
+HOST_VLENS = (None, riscv.BASELINE_VLEN)
+
+
+def _runtime_version() -> str:
+    try:
+        return importlib.metadata.version("iree-base-runtime")
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+@lru_cache(maxsize=64)
+def _load(vmfb: str):
+    """A runtime context holding the module (one per compiled file, reused across runs)."""
+    import iree.runtime as rt
+    config = rt.Config("local-task")
+    ctx = rt.SystemContext(config=config)
+    with open(vmfb, "rb") as f:
+        ctx.add_vm_module(rt.VmModule.copy_buffer(config.vm_instance, f.read()))
+    return ctx
+
+
+class IreeCpuBackend(Backend):
+    name = "iree-cpu"
+    kind = "compiler"
+    description = "IREE (iree-base-compiler / iree-base-runtime) compiles the linalg program for the host CPU"
+    default_timeout_s = 300.0
+
+    def availability(self) -> Optional[str]:
+        reason = compiler.availability()
+        if reason:
+            return reason
+        try:
+            import iree.runtime  # noqa: F401
+        except Exception as exc:
+            return f"iree.runtime does not import ({type(exc).__name__}: {exc}): {compiler.PIP_HINT}"
+        return None
+
+    def supports_op(self, op: str) -> Optional[str]:
+        return unsupported_op(op)
+
+    def supports(self, case: Case) -> Optional[str]:
+        reason = unsupported_case(case)
+        if reason:
+            return reason
+        variant, vlen = riscv_target(case)
+        if variant not in HOST_VARIANTS:
+            return (f"RISC-V flag variant {variant!r} has no meaning on the host; "
+                    f"iree-cpu runs the {riscv.BASELINE_VARIANT!r} case of the same kind and shape")
+        if vlen not in HOST_VLENS:
+            return (f"VLEN {vlen} is a simulator setting; iree-cpu runs the VLEN {riscv.BASELINE_VLEN} "
+                    "case of the same kind and shape")
+        return None
+
+    def versions(self) -> dict[str, str]:
+        return {"iree-compiler": compiler.compiler_version(), "iree-runtime": _runtime_version(),
+                "llvm": compiler.llvm_version()}
+
+    def timeout(self, case: Case) -> float:
+        return self.default_timeout_s
+
+    def compile(self, case: Case, program: Optional[Program] = None) -> compiler.Compiled:
+        program = program or program_for(case)
+        flags = HOST_FLAGS + tuple(getattr(program, "compile_flags", ()))
+        return compiler.compile_cached(program.mlir, flags, name=f"{case.op}/{case.id}/{program.entry}")
+
+    def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return run_plan(plan_for(case), inputs, lambda program, args: self._run_program(case, program, args))
+
+    def _run_program(self, case: Case, program: Program, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        compiled = self.compile(case, program)
+        ctx = _load(str(compiled.vmfb))
+        fn = ctx.modules.module[program.entry]
+        args = [np.ascontiguousarray(inputs[n]) for n in program.inputs]
+        try:
+            results = fn(*args)
+        except Exception as exc:
+            raise Crash(f"iree.runtime raised {type(exc).__name__} calling {program.entry}: {exc}",
+                        detail={"vmfb": str(compiled.vmfb)}) from None
+        if not isinstance(results, (tuple, list)):
+            results = (results,)
+        if len(results) != len(program.outputs):
+            raise Crash(f"{program.entry} returned {len(results)} results, the program declares "
+                        f"{len(program.outputs)} ({', '.join(program.outputs)})")
+        return {name: np.array(r.to_host() if hasattr(r, "to_host") else r)
+                for name, r in zip(program.outputs, results)}

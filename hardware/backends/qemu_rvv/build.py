@@ -1,0 +1,311 @@
+"""Build the RISC-V harness executable for one case and one flag variant.
+
+``build_harness(case, variant, out_dir, uart_outputs, *, inputs, iterations=1, rdcycle=False, target="linux")``
+
+Contract:
+- IREE compiles ``program_for(case)`` for riscv64 with the variant's flags
+  (hardware/toolchains/iree/riscv.py) as a static library (``--iree-llvmcpu-link-static``), with
+  ``--compile-to=hal`` so the host program comes back as text (the dispatch schedule,
+  hardware/backends/qemu_rvv/schedule.py) and ``--iree-hal-dump-executable-files-to`` so each dispatch's
+  assembly is kept (the codegen scan, hardware/backends/qemu_rvv/scan.py). Compiles are cached
+  (hardware/toolchains/iree/compiler.py).
+- ``inputs`` (name -> numpy array, the names of the program's inputs) are embedded in the
+  executable (``.incbin``): the binary needs no file system, so the same build serves
+  qemu-user and a FireSim boot binary. Pass the inputs the run was given. When ``inputs`` is
+  None they are regenerated from the case by the golden module of its operator (the module
+  whose ``OP`` is ``case.op`` and that has ``make_inputs(case)``; inputs depend only on the case
+  and its seed, so this gives the same bytes the test drew).
+- ``uart_outputs=True`` defines ACCEL_UART_OUTPUTS: every output is printed on stdout as an
+  ``[out]`` line (protocol: harness/harness.c, reader: hardware/backends/qemu_rvv/protocol.py);
+  False: outputs go to ``<argv[1]>/<name>.bin``.
+- ``iterations``: how many times the whole schedule runs (``Bench iter i/n`` lines).
+- ``rdcycle=True`` reads the cycle CSR around each dispatch (``[dc] cyc=``); off by default
+  because Linux may forbid user-mode counter reads; without it ``cyc=0``.
+- clang-16 links the harness statically (``--target=riscv64-linux-gnu -static``, lld) against
+  the Debian riscv64 glibc; the executable is ``<out_dir>/harness`` and is returned.
+- ``target="baremetal"``: the same harness and tables linked as a bare-metal image at 0x80000000
+  (crt0, HTIF console and exit, picolibc: hardware/backends/qemu_rvv/baremetal.py), what FireSim boots;
+  outputs always as ``[out]`` lines. ``"linux"`` (the default) is the executable described above.
+- Raises ``accel_regress.CompileError`` (stage compile: the compiler's diagnostic; stage build: the
+  schedule could not be read or clang failed, with its output) and never returns a half-written
+  file: the executable is linked under a temporary name and renamed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Optional
+
+import numpy as np
+
+from accel_regress.golden.case import Case
+from accel_regress.core.errors import CompileError
+from accel_regress.toolchains.iree import compiler, riscv
+from accel_regress.toolchains.iree.program import Program, program_for
+from accel_regress.backends.qemu_rvv import schedule as sched_mod
+
+HERE = Path(__file__).resolve().parent
+HARNESS_DIR = HERE / "harness"
+CLANG = "clang-16"
+APT_PACKAGES = "qemu-user-static clang-16 lld-16 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross"
+APT_HINT = f"apt-get install -y {APT_PACKAGES}"
+SYSROOT = Path("/usr/riscv64-linux-gnu")
+STATIC_FLAGS = ("--iree-llvmcpu-link-embedded=false", "--iree-llvmcpu-link-static",
+                "--iree-llvmcpu-static-library-output-path={out}/lib.o",
+                "--iree-hal-dump-executable-files-to={out}/dump", "--compile-to=hal")
+_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.int32): "i32",
+           np.dtype(np.int8): "i8", np.dtype(np.int64): "i64"}
+
+
+TARGETS = ("linux", "baremetal")
+
+
+def _check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise ValueError(f"unknown harness target {target!r}; known: {', '.join(TARGETS)}")
+
+
+def toolchain_missing(target: str = "linux") -> Optional[str]:
+    """None when clang-16, lld and the riscv64 glibc (linux) or picolibc (baremetal) are here;
+    else what is missing and the fix."""
+    _check_target(target)
+    if target == "baremetal":
+        from accel_regress.backends.qemu_rvv import baremetal
+        return baremetal.toolchain_missing(CLANG)
+    missing = [t for t in (CLANG, "ld.lld-16") if shutil.which(t) is None and not Path(f"/usr/bin/{t}").exists()]
+    if not (SYSROOT / "lib" / "libc.a").exists():
+        missing.append(f"{SYSROOT}/lib/libc.a (libc6-dev-riscv64-cross)")
+    if missing:
+        return f"missing {', '.join(missing)}: {APT_HINT}"
+    return None
+
+
+def compile_riscv(program: Program, variant: str, name: str = "program") -> compiler.Compiled:
+    flags = riscv.compile_flags(variant) + tuple(getattr(program, "compile_flags", ())) + STATIC_FLAGS
+    return compiler.compile_cached(program.mlir, flags, name=name, output="host.mlir")
+
+
+def library_queries(header: Path) -> list[str]:
+    names = []
+    for line in header.read_text().splitlines():
+        line = line.strip()
+        if line.endswith("_library_query(") or "_library_query(" in line:
+            names.append(line.split("(")[0].split()[-1])
+    return names
+
+
+def _c_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def generate(program: Program, compiled: compiler.Compiled, schedule: sched_mod.Schedule,
+             inputs: Mapping[str, np.ndarray], work: Path, iterations: int) -> list[Path]:
+    """Write case_data.c and inputs.S into ``work``; return the sources to compile."""
+    queries = library_queries(compiled.dir / "lib.h")
+    if not queries:
+        raise CompileError("the static library header declares no *_library_query function", stage="build")
+    if len(schedule.outputs) != len(program.outputs):
+        raise CompileError(f"the host program returns {len(schedule.outputs)} results, the program declares "
+                           f"{len(program.outputs)}", stage="build")
+    asm, c = [".section .rodata"], ['#include "abi.h"', ""]
+    for q in queries:
+        c.append(f"extern const accel_library_header_t** {q}(uint32_t, const accel_env_t*);")
+    c.append(f"const accel_library_query_fn ACCEL_QUERIES[] = {{{', '.join(queries)}}};")
+    c.append(f"const uint32_t ACCEL_QUERY_COUNT = {len(queries)};")
+    buf_lines = []
+    for i, b in enumerate(schedule.buffers):
+        if b.arg >= 0:
+            if b.arg >= len(program.inputs):
+                raise CompileError(f"host program argument {b.arg} has no input name", stage="build")
+            name = program.inputs[b.arg]
+            arr = np.ascontiguousarray(inputs[name])
+            if arr.dtype.byteorder == ">":
+                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            data = work / f"input_{b.arg}.bin"
+            data.write_bytes(arr.tobytes())
+            asm += [".balign 64", f".globl accel_input_{b.arg}", f"accel_input_{b.arg}:",
+                    f'.incbin "{data}"']
+            c.append(f"extern const uint8_t accel_input_{b.arg}[];")
+            size = max(b.size, arr.nbytes)
+            buf_lines.append(f"  {{{size}u, accel_input_{b.arg}, {arr.nbytes}u}},")
+        else:
+            buf_lines.append(f"  {{{b.size}u, 0, 0}},")
+    c.append("const accel_buffer_t ACCEL_BUFFERS[] = {\n" + "\n".join(buf_lines) + "\n};")
+    c.append(f"const uint32_t ACCEL_BUFFER_COUNT = {len(schedule.buffers)};")
+    disp = []
+    for k, d in enumerate(schedule.dispatches):
+        binds = ", ".join(f"{{{bd.buffer}u, {bd.offset}u, {bd.length}u}}" for bd in d.bindings)
+        c.append(f"static const accel_binding_t B{k}[] = {{{binds or '{0, 0, 0}'}}};")
+        consts = ", ".join(f"{v}u" for v in d.constants)
+        c.append(f"static const uint32_t K{k}[] = {{{consts or '0'}}};")
+        disp.append(f"  {{{_c_str(d.export)}, 0, {{{d.workgroups[0]}u, {d.workgroups[1]}u, {d.workgroups[2]}u}}, "
+                    f"{len(d.constants)}u, K{k}, {len(d.bindings)}u, B{k}}},")
+    c.append("const accel_dispatch_t ACCEL_DISPATCHES[] = {\n" + "\n".join(disp) + "\n};")
+    c.append(f"const uint32_t ACCEL_DISPATCH_COUNT = {len(schedule.dispatches)};")
+    outs = []
+    for name, o in zip(program.outputs, schedule.outputs):
+        shape = "x".join(str(d) for d in o.shape)
+        outs.append(f"  {{{_c_str(name)}, {_c_str(o.dtype)}, {_c_str(shape)}, {o.buffer}u, {o.offset}u, {o.length}u}},")
+    c.append("const accel_output_t ACCEL_OUTPUTS[] = {\n" + "\n".join(outs) + "\n};")
+    c.append(f"const uint32_t ACCEL_OUTPUT_COUNT = {len(schedule.outputs)};")
+    c.append(f"const uint32_t ACCEL_ITERATIONS = {int(iterations)};")
+    (work / "case_data.c").write_text("\n".join(c) + "\n")
+    (work / "inputs.S").write_text("\n".join(asm) + "\n")
+    return [HARNESS_DIR / "harness.c", work / "case_data.c", work / "inputs.S"]
+
+
+def _clang_base(uart_outputs: bool, rdcycle: bool) -> list[str]:
+    argv = [CLANG, "--target=riscv64-linux-gnu", "-march=rv64gc", "-mabi=lp64d", "-O2", f"-I{HARNESS_DIR}",
+            "-Wall", "-Werror=implicit-function-declaration"]
+    if uart_outputs:
+        argv.append("-DACCEL_UART_OUTPUTS")
+    if rdcycle:
+        argv.append("-DACCEL_RDCYCLE")
+    return argv
+
+
+def _run_clang(argv: list[str], what: str) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise CompileError(f"{CLANG} could not build {what} (exit {proc.returncode})", stage="build",
+                           detail={"diagnostic": (proc.stderr or proc.stdout)[-8000:], "argv": " ".join(argv)})
+
+
+def tool_version(name: str) -> str:
+    """The first line of ``name --version`` for the ``name`` on PATH ("missing" when there is none)."""
+    exe = shutil.which(name)
+    return _version_of(exe) if exe else "missing"
+
+
+@lru_cache(maxsize=None)
+def _version_of(exe: str) -> str:
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    return out.splitlines()[0].strip() if out else "unknown"
+
+
+def clang_version() -> str:
+    return tool_version(CLANG)
+
+
+def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
+    """harness.c compiled once per (sources, flags, clang) and kept in the cache: only the
+    per-case tables are compiled for each case."""
+    base = _clang_base(uart_outputs, rdcycle)
+    # The key holds the sources' bytes, never their folder: the -I path names the checkout, and
+    # every checkout of the same sources shares one object.
+    h = hashlib.sha256("\0".join(a for a in base if not a.startswith("-I")).encode())
+    h.update(clang_version().encode())
+    for f in sorted(HARNESS_DIR.iterdir()):
+        h.update(f.name.encode() + f.read_bytes())
+    out = compiler.cache_root().parent / "qemu-rvv" / f"harness-{h.hexdigest()[:24]}.o"
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        _run_clang([*base, "-c", str(HARNESS_DIR / "harness.c"), "-o", str(tmp)], "the harness")
+        os.replace(tmp, out)
+    return out
+
+
+def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: bool, rdcycle: bool,
+         target: str = "linux") -> None:
+    """Compile ``sources`` (harness.c comes from the object cache) and link them statically."""
+    _check_target(target)
+    if target == "baremetal":
+        from accel_regress.backends.qemu_rvv import baremetal
+        baremetal.link(CLANG, _run_clang, HARNESS_DIR, sources, objects, out, uart_outputs=uart_outputs,
+                       rdcycle=rdcycle)
+        return
+    objs = list(objects)
+    srcs = []
+    for src in sources:
+        if src == HARNESS_DIR / "harness.c":
+            objs.insert(0, harness_object(uart_outputs, rdcycle))
+        else:
+            srcs.append(src)
+    tmp = out.with_name(out.name + ".tmp")
+    argv = [*_clang_base(uart_outputs, rdcycle), "-static", "-fuse-ld=lld", *map(str, srcs), *map(str, objs),
+            "-lm", "-o", str(tmp)]
+    _run_clang(argv, "the harness")
+    os.replace(tmp, out)
+
+
+def build_key(compiled: compiler.Compiled, inputs: Mapping[str, np.ndarray], uart_outputs: bool,
+              iterations: int, rdcycle: bool, target: str = "linux") -> str:
+    h = hashlib.sha256()
+    h.update(compiled.dir.name.encode())
+    for name in sorted(inputs):
+        a = np.ascontiguousarray(inputs[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    for f in sorted(HARNESS_DIR.iterdir()):
+        h.update(f.read_bytes())
+    h.update(f"{uart_outputs}|{iterations}|{rdcycle}|{CLANG}".encode())
+    if target != "linux":       # linux keys stay what they were: existing cached builds remain valid
+        from accel_regress.backends.qemu_rvv import baremetal
+        h.update(f"|{target}|{baremetal.runtime_digest()}".encode())
+    return h.hexdigest()
+
+
+def inputs_for(case: Case) -> dict[str, np.ndarray]:
+    """The case's inputs from the golden module of its operator (see the module docstring)."""
+    from accel_regress.core import registry
+    module = registry.module_for("family", case.op)
+    if module is not None and callable(getattr(module, "make_inputs", None)):
+        return module.make_inputs(case)
+    raise CompileError(f"build_harness was given no inputs and no golden module generates inputs for "
+                       f"{case.op!r}; pass inputs=", stage="build")
+
+
+def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, *,
+                  inputs: Optional[Mapping[str, np.ndarray]] = None, iterations: int = 1, rdcycle: bool = False,
+                  program: Optional[Program] = None, target: str = "linux") -> Path:
+    """See the module docstring. Returns ``<out_dir>/harness`` (``<out_dir>/harness.elf`` for
+    ``target="baremetal"``)."""
+    reason = toolchain_missing(target)
+    if target == "baremetal" and not uart_outputs:
+        raise CompileError("the bare-metal harness has no file system: it needs uart_outputs=True", stage="build")
+    if reason:
+        raise CompileError(reason, stage="build", detail={"diagnostic": reason})
+    if inputs is None:
+        inputs = inputs_for(case)
+    variant = riscv.canonical(variant)
+    program = program or program_for(case)
+    missing = [n for n in program.inputs if n not in inputs]
+    if missing:
+        raise CompileError(f"inputs lack {', '.join(missing)}", stage="build")
+    compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}")
+    try:
+        schedule = sched_mod.parse_file(compiled.output, program.entry)
+    except sched_mod.ScheduleError as exc:
+        raise CompileError(f"the harness cannot run this program: {exc}", stage="build",
+                           detail={"host_program": str(compiled.output)}) from None
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="harness-", dir=out_dir) as tmp:
+        work = Path(tmp)
+        sources = generate(program, compiled, schedule, inputs, work, iterations)
+        exe = out_dir / ("harness.elf" if target == "baremetal" else "harness")
+        link(sources, [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs, rdcycle=rdcycle, target=target)
+    return exe
+
+
+def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *, uart_outputs: bool = True,
+                   iterations: int = 1, rdcycle: bool = False, root: Optional[Path] = None,
+                   target: str = "linux", program: Optional[Program] = None) -> tuple[Path, compiler.Compiled]:
+    """``build_harness`` into ``<cache>/qemu-rvv/<key>/`` unless that build exists already."""
+    variant = riscv.canonical(variant)
+    program = program or program_for(case)
+    compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}/{program.entry}")
+    key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target)
+    root = root or compiler.cache_root().parent / "qemu-rvv"
+    out = root / key[:32]
+    exe = out / ("harness.elf" if target == "baremetal" else "harness")
+    if not exe.is_file():
+        build_harness(case, variant, out, uart_outputs, inputs=inputs, iterations=iterations, rdcycle=rdcycle,
+                      program=program, target=target)
+    return exe, compiled

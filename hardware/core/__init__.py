@@ -1,0 +1,1 @@
+"""The run core: backends' interface, registry, runner, isolation, verdicts, faults."""

@@ -1,0 +1,83 @@
+"""The interface every backend implements. One backend per folder under hardware/."""
+from __future__ import annotations
+
+from importlib import resources
+from typing import Mapping, Optional
+
+import numpy as np
+
+from accel_regress.golden.case import Case
+from accel_regress.golden.inputs import CLASSES, class_of
+
+
+class Backend:
+    name: str = ""
+    kind: str = ""            # emulator | compiler | simulator | hardware | fpga-simulation
+    description: str = ""
+    default_timeout_s: float = 120.0
+    device_resource: Optional[str] = None   # hardware backends: name of the device pool they lock
+    # Non-Python files the backend reads at run time, as "package:relative/path" (package data of
+    # the wheel). One missing is a set-up error of the backend naming the file, never a CRASH.
+    package_files: tuple[str, ...] = ()
+
+    def missing_files(self) -> list[str]:
+        """The ``package_files`` not present in this installation, as paths."""
+        missing = []
+        for spec in self.package_files:
+            package, _, rel = spec.partition(":")
+            try:
+                path = resources.files(package).joinpath(rel)
+            except ModuleNotFoundError:
+                missing.append(spec)
+                continue
+            if not path.is_file():
+                missing.append(str(path))
+        return missing
+
+    def availability(self) -> Optional[str]:
+        """None when usable here; otherwise what is missing and how to get it."""
+        return None
+
+    def supports_op(self, op: str) -> Optional[str]:
+        """Why this backend can run no case of operator family ``op`` at all, or None (it may,
+        case by case). Asked at collection, so such tests SKIP before any input is generated."""
+        return None
+
+    def supports(self, case: Case) -> Optional[str]:
+        """None when this backend can run ``case``; otherwise why not."""
+        return self.supports_op(case.op)
+
+    # Input classes (golden/inputs.py) whose values this backend's data path can hold.
+    input_classes: tuple = CLASSES
+
+    def supports_inputs(self, case: Case) -> Optional[str]:
+        """None when this backend's data path can hold the case's input class
+        (``case.params['inputs']``: specials need inf and NaN, subnormal needs subnormals);
+        otherwise why not, which the case reports as its SKIP."""
+        cls = class_of(case.params)
+        if cls not in self.input_classes:
+            return f"{self.name} runs the input classes {', '.join(self.input_classes)}, not {cls!r}"
+        return None
+
+    def versions(self) -> dict[str, str]:
+        """Toolchain and device versions that go into every result."""
+        return {}
+
+    def timeout(self, case: Case) -> float:
+        """Bound for one run of ``case`` in seconds (may grow with the problem size)."""
+        return self.default_timeout_s
+
+    def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the case; return named outputs in logical shapes, values in the device's precision.
+
+        Raise ``accel_regress.Hang`` / ``Crash`` / ``CompileError`` for those outcomes and
+        ``accel_regress.Unsupported`` when the case cannot run here.
+        """
+        raise NotImplementedError
+
+    def preload_modules(self) -> list[str]:
+        """Modules the isolated worker imports once before any case, so every run starts warm."""
+        return [type(self).__module__]
+
+    def reset(self) -> None:
+        """Called after a HANG: bring the device back (reopen, reset) if the backend can."""

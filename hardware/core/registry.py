@@ -1,0 +1,192 @@
+"""What the suite can run, registered through entry points, and where each registration came from.
+
+Four entry-point groups, read with importlib.metadata. The built-ins are registered through the
+same groups in this repository's pyproject.toml; an operator team registers its own in its own
+package's pyproject.toml:
+
+    [project.entry-points."accel_regress.backends"]        # name = "module:BackendClass"
+    [project.entry-points."accel_regress.emu_models"]      # op = "module"  (run, FAULTS, timeout)
+    [project.entry-points."accel_regress.iree_programs"]   # op = "module"  (program(case) -> Program)
+    [project.entry-points."accel_regress.families"]        # op = "module"  (the golden module, OP = op)
+
+Two registrations of one name in one group are an error that names both sources. Everything is
+imported lazily, so a missing toolchain never breaks the suite.
+
+A source checkout (a pyproject.toml next to the ``hardware`` package) reads accel-regress's own
+entry points from that file instead of the installed metadata: the checkout is what runs, and
+an installed copy of an older version (an editable install of another tree) must not speak for it.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from accel_regress.core.backend import Backend
+
+DIST = "accel-regress"
+GROUPS = {
+    "backend": "accel_regress.backends",
+    "emu_model": "accel_regress.emu_models",
+    "iree_program": "accel_regress.iree_programs",
+    "family": "accel_regress.families",
+    "plugin": "accel_regress.plugins",      # name = "module": a pytest plugin a backend or family brings
+    "command": "accel_regress.commands",    # name = "module:function(argv) -> exit code"
+}
+
+
+class RegistrationError(Exception):
+    """Two registrations of one name, or a registration that cannot be read."""
+
+
+@dataclass(frozen=True)
+class Registration:
+    kind: str       # a key of GROUPS
+    name: str       # backend id, or operator family id (case.op)
+    value: str      # "module" or "module:attribute"
+    source: str     # who registered it: distribution and version, and where its entry points live
+
+    def load(self):
+        return md.EntryPoint(self.name, self.value, GROUPS[self.kind]).load()
+
+
+def _checkout_pyproject() -> Optional[Path]:
+    path = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    return path if path.is_file() else None
+
+
+def _checkout_entry_points(path: Path) -> list[tuple[str, str, str, str]]:
+    import tomllib
+    try:
+        project = tomllib.loads(path.read_text()).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RegistrationError(f"{path}: cannot read its entry points: {exc}") from None
+    if project.get("name") != DIST:
+        return []
+    source = f"{DIST} {project.get('version', '?')} (source checkout, {path})"
+    eps = project.get("entry-points", {})
+    return [(kind, name, value, source) for kind, group in GROUPS.items()
+            for name, value in eps.get(group, {}).items()]
+
+
+def _installed_entry_points(skip_own: bool) -> list[tuple[str, str, str, str]]:
+    out = []
+    for kind, group in GROUPS.items():
+        for ep in md.entry_points(group=group):
+            dist = ep.dist
+            dname = dist.metadata["Name"] if dist is not None else "?"
+            if skip_own and dname is not None and dname.lower().replace("_", "-") == DIST:
+                continue
+            where = getattr(dist, "_path", None)
+            source = f"{dname} {dist.version if dist is not None else '?'} (installed{', ' + str(where) if where else ''})"
+            out.append((kind, ep.name, ep.value, source))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _all() -> dict[str, dict[str, Registration]]:
+    checkout = _checkout_pyproject()
+    found = _checkout_entry_points(checkout) if checkout else []
+    found += _installed_entry_points(skip_own=bool(found))
+    table: dict[str, dict[str, Registration]] = {kind: {} for kind in GROUPS}
+    for kind, name, value, source in found:
+        reg = Registration(kind, name, value, source)
+        old = table[kind].get(name)
+        if old is not None and old != reg:
+            raise RegistrationError(
+                f"{kind.replace('_', ' ')} {name!r} is registered twice (entry-point group {GROUPS[kind]}): "
+                f"{old.value} by {old.source}, and {value} by {source}")
+        table[kind][name] = reg
+    return table
+
+
+def registrations(kind: str) -> dict[str, Registration]:
+    """Every registration of one kind (a key of GROUPS), by name, in registration order."""
+    return _all()[kind]
+
+
+def clear_cache() -> None:
+    """Forget what was read (after a test changed the installed entry points)."""
+    _all.cache_clear()
+    get.cache_clear()
+    availability.cache_clear()
+    module_for.cache_clear()
+
+
+def names() -> list[str]:
+    """Every registered backend id."""
+    return list(registrations("backend"))
+
+
+def __getattr__(attr):
+    # ``KNOWN``: backend id -> "module:Class", read when first asked, so that a clash surfaces
+    # where it can be reported (the plugin's configure, ``python -m accel_regress``), not at import.
+    if attr == "KNOWN":
+        return {n: r.value for n, r in registrations("backend").items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
+@lru_cache(maxsize=None)
+def module_for(kind: str, op: str):
+    """The registered module of operator family ``op`` (emu model, IREE program, golden), or None."""
+    reg = registrations(kind).get(op)
+    return reg.load() if reg is not None else None
+
+
+class Unavailable(Backend):
+    """Stands for a backend whose module could not even be imported."""
+
+    def __init__(self, name: str, reason: str):
+        self.name, self._reason = name, reason
+
+    def availability(self) -> Optional[str]:
+        return self._reason
+
+
+@lru_cache(maxsize=None)
+def get(name: str) -> Backend:
+    backends = registrations("backend")
+    if name not in backends:
+        raise KeyError(f"unknown backend {name!r}; known: {', '.join(backends)}")
+    reg = backends[name]
+    try:
+        backend = reg.load()()
+    except Exception as exc:  # an import-time failure is a reason, not a crash of the suite
+        return Unavailable(name, f"{reg.value} (registered by {reg.source}) failed to load: "
+                                 f"{type(exc).__name__}: {exc}")
+    backend.name = name
+    return backend
+
+
+@lru_cache(maxsize=None)
+def availability(name: str) -> Optional[str]:
+    try:
+        return get(name).availability()
+    except Exception as exc:
+        return f"availability check failed: {type(exc).__name__}: {exc}"
+
+
+def parse(spec: Optional[str]) -> list[str]:
+    """``--hw a,b`` (or $ACCEL_HW); none given: every available backend. 'all' selects every known one.
+
+    ``spec`` None means the option was not given; an empty or blank ``--hw=`` is a mistake, not a
+    request for the default (a CI variable that expanded to nothing must not run everything)."""
+    known = names()
+    if spec is None:
+        spec = os.environ.get("ACCEL_HW")
+        if spec is None or not spec.strip():
+            return [n for n in known if availability(n) is None]
+    parts = [s.strip() for s in spec.split(",")]
+    if not any(parts):
+        raise ValueError("empty; name one or more backends, or leave the option out for every available one")
+    names_ = [s for s in parts if s]
+    if names_ == ["all"]:
+        return known
+    unknown = [n for n in names_ if n not in known]
+    if unknown:
+        raise ValueError(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return names_

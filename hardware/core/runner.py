@@ -1,0 +1,228 @@
+"""Run one case on one backend and turn every outcome into outputs or a verdict.
+
+``execute`` is the whole of a run (backend, then the injected fault) and is what the isolation
+layer runs away from the pytest process; ``run_case`` wraps it and never raises.
+
+Set by the pytest plugin (a script may set them too): ``isolation`` (a
+``accel_regress.core.isolation.Isolation``; None runs in this process), ``hang_guard`` (--max-hangs) and
+``devices`` (a ``accel_regress.core.devices.DeviceLocks`` for --devices).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
+
+from accel_regress.golden.case import Case
+from accel_regress.golden.inputs import sha256_of
+from accel_regress.core import faults, registry
+from accel_regress.core.errors import Crash, Unsupported, VerdictError
+
+
+@dataclass
+class Job:
+    backend: str
+    case: Case
+    inputs: Mapping[str, np.ndarray]
+    fault: Optional[str] = None
+    timeout_s: float = 120.0
+    env: Mapping[str, str] = field(default_factory=dict)   # e.g. the device id from --devices
+    inputs_sha256: Optional[str] = None    # sha256_of(inputs): the isolation layer writes each content once
+
+
+def execute(job: Job) -> dict[str, np.ndarray]:
+    backend = registry.get(job.backend)
+    outputs = backend.run(job.case, job.inputs)
+    fault = faults.load(job.fault)
+    if fault is not None:
+        try:
+            outputs = fault(job.case, dict(outputs))
+        except VerdictError as exc:
+            # Raised, not lived through: --max-hangs must not take it for a wedged device.
+            exc.detail.setdefault("injected_fault", job.fault)
+            raise
+    if not isinstance(outputs, dict) or not all(isinstance(v, np.ndarray) for v in outputs.values()):
+        raise Crash(f"{job.backend} returned {type(outputs).__name__}, not a dict of numpy arrays")
+    return outputs
+
+
+# Who observes runs as tests touch them (the pytest plugin sets this; repros leave it None).
+observer: Optional[Callable[["Run"], None]] = None
+
+
+@dataclass
+class Run:
+    backend: str
+    case: Case
+    inputs_sha256: str
+    duration_s: float = 0.0
+    versions: dict = field(default_factory=dict)
+    error: Optional[VerdictError] = None
+    skip: Optional[str] = None
+    _outputs: Optional[dict] = None
+
+    @property
+    def verdict(self) -> Optional[str]:
+        """The run's own verdict before any comparison (None when outputs came back)."""
+        if self.skip:
+            return "SKIP"
+        return self.error.verdict if self.error else None
+
+    @property
+    def outputs(self) -> dict[str, np.ndarray]:
+        __tracebackhide__ = True    # a failure points at the test's line, not here
+        if observer is not None:
+            observer(self)
+        if self.skip:
+            raise Unsupported(self.skip)
+        if self.error is not None:
+            raise self.error
+        return self._outputs
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        __tracebackhide__ = True
+        outputs = self.outputs
+        if name not in outputs:
+            raise Crash(f"{self.backend} returned no output {name!r} (it returned {', '.join(outputs) or 'nothing'})",
+                        stage="run")
+        return outputs[name]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "case": self.case.to_json(), "inputs_sha256": self.inputs_sha256,
+                "duration_s": round(self.duration_s, 6), "verdict": self.verdict}
+
+
+isolation = None     # accel_regress.core.isolation.Isolation, or None: run in this process
+hang_guard = None    # accel_regress.core.isolation.HangGuard, or None: never stop trying
+devices = None       # accel_regress.core.devices.DeviceLocks, or None: no --devices
+
+
+def invoke(job: Job) -> dict[str, np.ndarray]:
+    """Run ``job`` isolated when an isolation layer is set, else in this process."""
+    if isolation is not None:
+        return isolation.run(job)
+    os.environ.update(job.env)
+    return execute(job)
+
+
+_versions_seen: dict[str, dict] = {}
+
+
+def versions_of(backend_name: str) -> dict:
+    """A backend's versions, asked once per process (after its device is held, so the device's
+    own facts are in them): they cannot change within a session."""
+    if backend_name not in _versions_seen:
+        try:
+            _versions_seen[backend_name] = {k: str(v) for k, v in registry.get(backend_name).versions().items()}
+        except Exception as exc:
+            return {"error": f"{backend_name}.versions() raised {type(exc).__name__}: {exc}"}
+    return _versions_seen[backend_name]
+
+
+def _after_hang(backend_name: str, run: "Run") -> None:
+    """Give the backend its reset hook (in a fresh worker when isolated); note a failed reset."""
+    try:
+        problem = isolation.reset(backend_name) if isolation is not None else registry.get(backend_name).reset()
+    except Exception as exc:
+        problem = f"{backend_name}.reset() raised {type(exc).__name__}: {exc}"
+    if problem and run.error is not None:
+        run.error.detail["reset"] = problem
+
+
+def contract_error(backend_name: str, case: Case, outputs: Mapping[str, np.ndarray]) -> Optional[VerdictError]:
+    """A FAIL when an output's dtype or shape breaks its family's contract (the golden module's
+    ``output_contract(case)``): right values in a wrong dtype must not pass a comparison."""
+    module = registry.module_for("family", case.op)
+    declare = getattr(module, "output_contract", None)
+    if declare is None:
+        return None
+    contract = declare(case)
+    wrong = []
+    for name, got in outputs.items():
+        want = contract.get(name) or contract.get("*")
+        if want is None:
+            continue
+        dtype, shape = want
+        if got.dtype != np.dtype(dtype) or (shape is not None and tuple(got.shape) != tuple(shape)):
+            expected = f"{dtype} {tuple(shape)}" if shape is not None else dtype
+            wrong.append(f"{name}: expected {expected}, got {got.dtype} {tuple(got.shape)}")
+    if not wrong:
+        return None
+    return VerdictError(f"{backend_name} broke the {case.op} output contract: {'; '.join(wrong)}",
+                        stage="compare", detail={"contract": "; ".join(wrong)})
+
+
+def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
+             fault: Optional[str] = None, timeout_s: Optional[float] = None) -> Run:
+    backend = registry.get(backend_name)
+    run = Run(backend_name, case, sha256_of(inputs))
+    reason = registry.availability(backend_name)
+    if reason is None:
+        reason = backend.supports_inputs(case) or backend.supports(case)
+    if reason is not None:
+        run.skip = f"{backend_name}: {reason}"
+        return run
+    blocked = hang_guard.blocked(backend_name) if hang_guard is not None else None
+    if blocked:
+        run.skip = blocked
+        return run
+    env = devices.acquire(backend.device_resource, backend_name) if devices is not None else {}
+    run.versions = versions_of(backend_name)
+    job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case), env, run.inputs_sha256)
+    start = time.perf_counter()
+    try:
+        run._outputs = invoke(job)
+    except VerdictError as exc:
+        run.error = exc.with_traceback(None)   # raised again where a test reads it: point there
+    except Unsupported as exc:
+        run.skip = f"{backend_name}: {exc}"
+    except Exception as exc:
+        run.error = Crash(f"{backend_name} raised {type(exc).__name__}: {exc}",
+                          detail={"traceback": traceback.format_exc(limit=8)})
+    run.duration_s = time.perf_counter() - start
+    if run._outputs is not None:
+        run.error = contract_error(backend_name, case, run._outputs)
+        if run.error is not None:
+            run._outputs = None
+    if run.verdict == "HANG":
+        _after_hang(backend_name, run)
+    if hang_guard is not None and not (run.error and "injected_fault" in run.error.detail):
+        hang_guard.record(backend_name, case.id, run.verdict)
+    return run
+
+
+def standalone(prog: str, fault: Optional[str] = None, backend: Optional[str] = None) -> Optional[int]:
+    """Set up a script's runs (repros, ``python -m accel_regress sweep``) as the pytest plugin sets up a
+    session's: the same isolated worker (hangs and crashes become verdicts, never a stalled or
+    dead script), the same bounds (``$ACCEL_ISOLATION=none`` runs in this process, for a debugger).
+    The fault is loaded first: one that cannot be loaded (a typo, a missing file, a broken module)
+    is a usage error, said on stderr; the return value is then 2 (the exit status), else None."""
+    global isolation
+    if fault:
+        try:
+            faults.load(fault)
+        except Exception as exc:           # anything the fault file raises on import is a usage error
+            print(f"{prog}: {exc}" if isinstance(exc, ValueError) else
+                  f"{prog}: --inject-fault {fault}: cannot load it: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
+    if isolation is None and os.environ.get("ACCEL_ISOLATION", "process") != "none":
+        import atexit
+
+        from accel_regress.core.isolation import Bounds, Isolation
+        from accel_regress.core.isolation.bounds import default_memory
+        preload = [registry.KNOWN[backend].split(":")[0]] if backend in registry.KNOWN else []
+        isolation = Isolation(Bounds(memory_bytes=default_memory()), preload=preload)
+        atexit.register(isolation.close)
+    return None
+
+
+def memory_budget() -> Optional[int]:
+    """Bytes one case may use: the isolated worker's bound, and never more than 80 % of this machine."""
+    from accel_regress.core.isolation.bounds import default_memory
+    bounds = [b for b in (default_memory(), isolation and isolation.bounds.memory_bytes) if b]
+    return min(bounds) if bounds else None

@@ -1,0 +1,209 @@
+"""One matrix, test x device, from the results.json files of several runners.
+
+Each hardware runner (Phoenix, Strix, Krackan, a2a3, FireSim, ...) writes its own results.json.
+The same test runs on several devices under one backend id (three NPUs are all ``npu``), so a
+case's column is its *device*: an explicit label given on the command line, else the device name
+the backend reported in its versions (``npu1`` -> Phoenix, ...), else the backend id.
+
+A test's row is its *test key*: the pytest node id with the backend parameter taken out, so
+``test_partition[npu-M64-...-C1]`` and ``test_partition[emu-M64-...-C1]`` share a row.
+
+``python -m accel_regress merge [LABEL=]results.json ... -o merged.json`` writes a results.json
+(same schema, every case with a ``device``) that ``report`` and ``gate`` read like any other.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Iterable, Optional
+
+from accel_regress.results import record as results, strict_json
+from accel_regress.core import verdicts
+
+# NPU generations as XRT names them; longer names first so "Strix Halo" is not read as "Strix".
+_NPU_NAMES = (("krackan", "Krackan"), ("strix halo", "Strix Halo"), ("strix", "Strix"),
+              ("phoenix", "Phoenix"), ("hawk point", "Hawk Point"))
+_NPU_IDS = {"npu1": "Phoenix", "npu4": "Strix", "npu5": "Strix Halo", "npu6": "Krackan"}
+
+# Worse verdicts win when one (test, device) shows up twice (e.g. a rerun on a second runner).
+_SEVERITY = {v: i for i, v in enumerate((verdicts.NOT_APPLICABLE, verdicts.SKIP, verdicts.PASS, verdicts.XFAIL,
+                                         verdicts.FLAKY, verdicts.FAIL, verdicts.COMPILE_ERROR, verdicts.XPASS,
+                                         verdicts.INTERRUPTED, verdicts.CRASH, verdicts.HANG))}
+
+
+def test_key(nodeid: str, backend: Optional[str]) -> str:
+    """The node id without the backend parameter: the row of a test in the matrix."""
+    if not backend or "[" not in nodeid or not nodeid.endswith("]"):
+        return nodeid
+    head, _, params = nodeid[:-1].partition("[")
+    if params == backend:
+        return head
+    if params.startswith(backend + "-"):
+        rest = params[len(backend) + 1:]
+    elif params.endswith("-" + backend):
+        rest = params[:-len(backend) - 1]
+    elif f"-{backend}-" in params:
+        rest = params.replace(f"-{backend}-", "-", 1)
+    else:
+        return nodeid
+    return f"{head}[{rest}]"
+
+
+def device_name(raw: str) -> Optional[str]:
+    """A readable device kind from what a backend reports (``NPU Strix``, ``npu6`` ...)."""
+    low = raw.lower()
+    for needle, name in _NPU_NAMES:
+        if needle in low:
+            return name
+    for npu_id, name in _NPU_IDS.items():
+        if low == npu_id or low.startswith(npu_id + " ") or low.endswith(" " + npu_id):
+            return name
+    return None
+
+
+def device_of(case: dict, data: Optional[dict] = None) -> str:
+    """The column of a case: its ``device`` if set, else ``backend/<device name>``, else backend."""
+    if case.get("device"):
+        return case["device"]
+    backend = case.get("backend") or "-"
+    sources = [case.get("versions") or {}]
+    if data is not None:
+        sources.append(((data.get("backends") or {}).get(backend) or {}).get("versions") or {})
+    for versions in sources:
+        if not isinstance(versions, dict):
+            continue
+        for key in ("device", "device_name", "board", "target"):
+            value = versions.get(key)
+            if isinstance(value, str) and value:
+                name = device_name(value) or value
+                return f"{backend}/{name}"
+    return backend
+
+
+def severity(verdict: str) -> int:
+    return _SEVERITY.get(verdict, len(_SEVERITY))
+
+
+def _parse_input(arg: str) -> tuple[Optional[str], Path]:
+    label, sep, path = arg.partition("=")
+    if sep and label and "/" not in label and not Path(arg).exists():
+        return label, Path(path)
+    return None, Path(arg)
+
+
+def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]]:
+    """Merge results files; returns (merged results dict, notes for the user)."""
+    notes: list[str] = []
+    by_cell: dict[tuple[str, str], dict] = {}
+    sources, backends = [], {}
+    hw: list[str] = []
+    interrupted = False
+    for label, path in inputs:
+        data = results.load(path)   # names the file and what is wrong with it
+        session = data.get("session") or {}
+        interrupted |= bool(session.get("interrupted"))
+        devices = set()
+        one_backend = len({c.get("backend") for c in data["cases"]}) <= 1    # once per file: merge stays linear
+        for case in data["cases"]:
+            case = dict(case)
+            device = device_of(case, data)
+            if label:
+                device = label if one_backend else f"{label}/{case['backend']}"
+            case["device"] = device
+            case["source"] = str(path)
+            devices.add(device)
+            cell = (test_key(case["nodeid"], case.get("backend")), device)
+            old = by_cell.get(cell)
+            if old is not None:
+                notes.append(f"{cell[0]} on {device}: in both {old['source']} ({old['verdict']}) and "
+                             f"{path} ({case['verdict']}); keeping the worse")
+                if severity(case["verdict"]) <= severity(old["verdict"]):
+                    continue
+            by_cell[cell] = case
+        for name, info in (data.get("backends") or {}).items():
+            entry = dict(info)
+            if name in backends and backends[name].get("available") and not entry.get("available"):
+                continue     # one runner had it, another did not: the runner that had it counts
+            backends[name] = entry
+            if entry.get("selected") and name not in hw:
+                hw.append(name)
+        for name in session.get("hw") or []:
+            if name not in hw:
+                hw.append(name)
+        sources.append({"file": str(path), "label": label, "host": session.get("host"),
+                        "started": session.get("started"), "finished": session.get("finished"),
+                        "argv": session.get("argv"), "exit_status": session.get("exit_status"),
+                        "fault": session.get("fault"), "golden_seed": session.get("golden_seed"),
+                        "interrupted": session.get("interrupted"), "devices": sorted(devices)})
+    cases = list(by_cell.values())
+    session = {"merged_from": sources, "hw": hw, "interrupted": interrupted,
+               "started": min((s["started"] for s in sources if s["started"]), default=None),
+               "finished": max((s["finished"] for s in sources if s["finished"]), default=None),
+               "host": ", ".join(sorted({s["host"] for s in sources if s["host"]}))}
+    # Not results.build: that keeps one case per node id, and here one node id runs on many devices.
+    merged = {"schema": results.SCHEMA, "schema_version": results.SCHEMA_VERSION, "session": session,
+              "backends": backends, "cases": cases,
+              "summary": results.summarize({**c, "backend": c["device"]} for c in cases)}  # by device
+    return merged, notes
+
+
+def _bring_arrays(merged: dict, out_dir: Path, notes: list[str]) -> int:
+    """Copy each case's saved ratio map next to the merged results, so its report has heatmaps.
+
+    Only a file under the source results file's own folder is copied (results.member_path): a
+    results file is untrusted input, and the merged folder is published as a CI artifact.
+    """
+    copied = 0
+    for n, case in enumerate(merged["cases"]):
+        info = (case.get("detail") or {}).get("heatmap")
+        if not isinstance(info, dict) or not info.get("array"):
+            continue
+        try:
+            data = results.read_member(Path(case["source"]).parent, info["array"])
+        except results.PathRefused as exc:
+            case["detail"] = dict(case["detail"], heatmap={k: v for k, v in info.items() if k != "array"})
+            if "no such file" not in str(exc).lower():
+                notes.append(f"{case['source']}: heatmap of {case['nodeid']} not copied: {exc}")
+            continue           # missing: the runner's arrays did not travel with its results.json
+        rel = f"arrays/{n:05d}-{Path(info['array']).name}"
+        results.write_atomic_bytes(out_dir / rel, data)
+        case["detail"] = dict(case["detail"], heatmap=dict(info, array=rel))
+        copied += 1
+    return copied
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m accel_regress merge",
+                                description="Merge results.json files from several runners into one "
+                                            "test x device matrix (a results.json with a device per case).")
+    p.add_argument("inputs", nargs="+", metavar="[LABEL=]RESULTS.json",
+                   help="a runner's results.json; LABEL names its device column (default: from the "
+                        "device the backend reported, else the backend id)")
+    p.add_argument("-o", "--output", default="reports/merged/results.json",
+                   help="where the merged results.json goes (default: %(default)s)")
+    p.add_argument("--allow-fault", action="store_true",
+                   help="merge runs with an injected fault too (they are not release runs; the merged "
+                        "file keeps their fault, so its reports and gate say so)")
+    args = p.parse_args(argv)
+    try:
+        merged, notes = merge(_parse_input(a) for a in args.inputs)
+    except results.ResultsError as exc:
+        print(f"merge: {exc}", file=sys.stderr)
+        return 2
+    from accel_regress.results.gate import release_refusal
+    refusal = release_refusal(merged, args.allow_fault)
+    if refusal:
+        print(f"merge: refused: {refusal}", file=sys.stderr)
+        return 2
+    out = Path(args.output)
+    copied = _bring_arrays(merged, out.parent, notes)
+    results.write_atomic(out, strict_json.dumps(merged) + "\n")    # no indent: json's C encoder
+    if copied:
+        print(f"copied {copied} heatmap array(s) into {out.parent / 'arrays'}")
+    for note in notes:
+        print(f"note: {note}")
+    devices = sorted({c["device"] for c in merged["cases"]})
+    print(f"merged {len(args.inputs)} file(s): {len(merged['cases'])} cases on {', '.join(devices) or 'no device'}"
+          f" -> {out}")
+    return 0

@@ -1,0 +1,142 @@
+"""results.json: the machine-readable record of a session, rebuilt from a per-case JSON-lines log.
+
+Schema ``accel-regress/results`` version 1::
+
+    {"schema": "accel-regress/results", "schema_version": 1,
+     "session": {"started", "finished", "host", "argv", "hw": [..], "fault", "golden_seed",
+                 "interrupted": bool, "exit_status"},
+     "backends": {name: {"available": bool, "reason", "kind", "versions": {..}}},
+     "cases": [{"nodeid", "test", "family", "backend", "verdict", "stage", "message",
+                "duration_s", "runs": [{"backend", "case": {"op","id","params","seed"},
+                "inputs_sha256", "duration_s", "verdict"}], "census": [..], "detail": {..},
+                "versions": {..}}],
+     "summary": {family: {backend: {verdict: count}}}}
+
+Every case is appended to ``results.jsonl`` as it finishes, so a killed session loses nothing;
+``results.json`` is written atomically (temp file + rename) from that log.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from accel_regress.results import schemas, strict_json
+from accel_regress.util.paths import PathRefused, member_path, read_member  # noqa: F401 (re-exported)
+from accel_regress.util.atomic import write_atomic, write_atomic_bytes  # noqa: F401 (re-exported)
+
+SCHEMA = "accel-regress/results"
+SCHEMA_VERSION = 1
+
+
+def _open_log(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+def _write_line(fd: int, record: dict) -> None:
+    """One whole line per write, unbuffered (in the file at once); readers skip a torn last line."""
+    os.write(fd, (strict_json.dumps(record, sort_keys=True) + "\n").encode())
+
+
+def append_line(path: Path, record: dict) -> None:
+    fd = _open_log(path)
+    try:
+        _write_line(fd, record)
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            out.append(strict_json.loads(line))
+        except (json.JSONDecodeError, RecursionError):
+            continue   # a line torn by a kill mid-write
+    return out
+
+
+def summarize(cases: Iterable[dict]) -> dict:
+    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for c in cases:
+        table[c.get("family") or "?"][c.get("backend") or "-"][c["verdict"]] += 1
+    return {f: {b: dict(v) for b, v in sorted(bs.items())} for f, bs in sorted(table.items())}
+
+
+def build(session: dict, backends: dict, cases: list[dict]) -> dict:
+    # A case may appear twice (e.g. marked interrupted, then finished); the last word wins.
+    by_id: dict[str, dict] = {}
+    for c in cases:
+        by_id[c["nodeid"]] = c
+    ordered = list(by_id.values())
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "session": session,
+            "backends": backends, "cases": ordered, "summary": summarize(ordered)}
+
+
+class ResultsError(ValueError):
+    pass
+
+
+def load(path: Path) -> dict:
+    """Read and check a results.json (hardware/results/schemas/results.schema.json); a bad file raises
+    ResultsError naming the file, the place in it and what was expected."""
+    path = Path(path)
+    data = schemas.parse_json(path, ResultsError)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ResultsError(f"{path}: not an accel-regress results file (schema {data.get('schema') if isinstance(data, dict) else None!r})")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsError(f"{path}: schema_version {data.get('schema_version')!r}, this tool reads {SCHEMA_VERSION}")
+    schemas.check(data, "results", path, ResultsError)
+    return strict_json.restore(data)
+
+
+class Sink:
+    """Where the controller process writes results as cases finish."""
+
+    def __init__(self, directory: Path, session: dict, backends: dict):
+        self.dir = Path(directory)
+        self.jsonl = self.dir / "results.jsonl"
+        self.json = self.dir / "results.json"
+        self.session = session
+        self.backends = backends
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.jsonl.unlink(missing_ok=True)
+        # Open for the whole session: a line per case is one write, not a mkdir, open and close.
+        self._fd: Optional[int] = _open_log(self.jsonl)
+        _write_line(self._fd, {"session": session})
+
+    def add(self, case: dict) -> None:
+        if self._fd is None:
+            append_line(self.jsonl, case)
+        else:
+            _write_line(self._fd, case)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def cases(self) -> list[dict]:
+        return [r for r in read_lines(self.jsonl) if "nodeid" in r]
+
+    def finish(self, **session_updates: Any) -> dict:
+        self.close()
+        self.session.update(session_updates)
+        data = build(self.session, self.backends, self.cases())
+        write_atomic(self.json, strict_json.dumps(data, indent=1) + "\n")
+        return data
+
+
+def recover(jsonl: Path, out: Optional[Path] = None) -> dict:
+    """Rebuild results.json from a results.jsonl left by a session that never finished."""
+    lines = read_lines(jsonl)
+    session = next((r["session"] for r in lines if "session" in r), {})
+    session["interrupted"] = True
+    data = build(session, {}, [r for r in lines if "nodeid" in r])
+    write_atomic(out or jsonl.with_suffix(".json"), strict_json.dumps(data, indent=1) + "\n")
+    return data

@@ -1,0 +1,170 @@
+"""The report part of the pytest plugin: saves the ratio map of every census failure while the
+arrays are at hand, and writes summary.md / index.html / heatmaps / CSV / pr-comment.md when the
+session ends, each opening with the gate's verdict for the run (``--gate-policy``,
+``--gate-baseline``: the same inputs ``python -m accel_regress gate`` takes). A run with an injected
+fault says so in the terminal's header line too.
+
+The ratio map is taken from the compared arrays a ``accel_regress.golden.compare.Mismatch`` carries
+(``exc.arrays``), block-maxed down to at most 256 x 512 and saved with np.save
+(allow_pickle=False) into <report-dir>/arrays/; the record's detail['heatmap'] points at it.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pytest
+
+from accel_regress.results.report import heatmap
+from accel_regress.results.report.tables import slug
+
+_MAP = pytest.StashKey[dict]()
+_DONE = pytest.StashKey[bool]()
+_PLAIN_MARKS = {"parametrize", "usefixtures", "filterwarnings", "skip", "skipif", "xfail", "family", "timeout"}
+MAX_MAPS_PER_PROCESS = 200
+_saved = 0
+
+
+def _report_dir(config) -> Path:
+    return Path(config.getoption("report_dir"))
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("accel-regress")
+    g.addoption("--gate-policy", default=None, metavar="FILE",
+                help="release policy the reports' and terminal's verdict uses (default: the gate's default "
+                     "policy: every backend the session asked for must run)")
+    g.addoption("--gate-baseline", default=None, metavar="RESULTS.json",
+                help="an earlier results.json the verdict compares with (as gate --baseline)")
+
+
+def pytest_configure(config):
+    from accel_regress.results import gate, record as results
+    config._accel_gate_inputs = None
+    try:
+        policy = config.getoption("gate_policy")
+        baseline = config.getoption("gate_baseline")
+        config._accel_gate_inputs = (gate.load_policy(Path(policy)) if policy else None,
+                                     results.load(Path(baseline)) if baseline else None)
+    except (gate.PolicyError, results.ResultsError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.hookimpl(trylast=True)     # after pytest's own "test session starts" header
+def pytest_sessionstart(session):
+    """A run with an injected fault says so before anything else (whatever the verbosity); a new
+    session's report dir starts without the last session's arrays and heatmaps."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    fault = config.getoption("inject_fault", None)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if fault and tr is not None:
+        from accel_regress.results.gate import fault_banner
+        tr.write_line(fault_banner({"session": {"fault": fault}}), red=True, bold=True)
+    if config.option.collectonly:
+        return    # --collect-only leaves the last run's reports alone
+    for sub, pattern in (("arrays", "*.npy"), ("heatmaps", "*.png")):
+        for old in (_report_dir(config) / sub).glob(pattern):
+            old.unlink(missing_ok=True)
+
+
+def _mismatch(exc: Optional[BaseException]):
+    from accel_regress.golden.compare import Mismatch
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, Mismatch):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def _arrays(exc) -> Optional[tuple]:
+    """(got, expected, atol, rtol, tol) of a Mismatch."""
+    arrays = getattr(exc, "arrays", None)
+    if not isinstance(arrays, dict) or "got" not in arrays or "expected" not in arrays:
+        return None
+    return (arrays["got"], arrays["expected"], arrays.get("atol", 0.0), arrays.get("rtol", 0.0), arrays.get("tol"))
+
+
+def _save_map(item, exc) -> Optional[dict]:
+    global _saved
+    if _saved >= MAX_MAPS_PER_PROCESS:
+        return None
+    found = _arrays(exc)
+    if found is None:
+        return None
+    got, expected, atol, rtol, tol = found
+    result = heatmap.ratio_map(got, expected, atol=atol, rtol=rtol, tol=tol)
+    if result is None:
+        return None
+    rel = f"arrays/{slug({'nodeid': item.nodeid})}.npy"
+    heatmap.save(_report_dir(item.config) / rel, result["ratio"])
+    _saved += 1
+    return {"array": rel, "shape": result["shape"], "block": result["block"],
+            "name": getattr(getattr(exc, "census", None), "name", "output")}
+
+
+def _markers(item) -> list[str]:
+    return sorted({m.name for m in item.iter_markers()} - _PLAIN_MARKS)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if call.excinfo is not None and _MAP not in item.stash:
+        exc = _mismatch(call.excinfo.value)
+        if exc is not None:
+            try:
+                info = _save_map(item, exc)
+            except Exception as err:      # a report aid must never cost a result
+                info = {"error": f"{type(err).__name__}: {err}"}
+            if info:
+                item.stash[_MAP] = info
+    return report
+
+
+def apply_record(item, record: dict) -> None:
+    if item.stash.get(_DONE, False):
+        return
+    item.stash[_DONE] = True
+    detail = record.setdefault("detail", {})
+    detail["markers"] = _markers(item)
+    info = item.stash.get(_MAP, None)
+    if info and "array" in info:
+        detail["heatmap"] = info
+
+
+def pytest_accel_regress_record(item, record):
+    apply_record(item, record)
+
+
+def session_finished(config, data, report_dir) -> None:
+    if getattr(config, "_accel_reports_written", False):
+        return
+    config._accel_reports_written = True
+    from accel_regress.results import gate
+    from accel_regress.results.report import write_all
+    policy, baseline = getattr(config, "_accel_gate_inputs", None) or (None, None)
+    config._accel_gate = gate.evaluate(data, baseline, policy)
+    try:
+        junit = config.option.xmlpath and Path(config.option.xmlpath).resolve() == (Path(report_dir) / "junit.xml").resolve()
+        written = write_all(data, Path(report_dir), expectations=getattr(config, "_accel_exp_summary", None),
+                            verdict=config._accel_gate, baseline=baseline, pending=("junit.xml",) if junit else ())
+        config._accel_reports = written
+    except Exception as exc:   # results.json is already written; say what went wrong and go on
+        print(f"accel-regress: writing reports failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+@pytest.hookimpl(trylast=True)        # after expectations.json is written
+def pytest_accel_regress_session_finished(config, data, report_dir):
+    session_finished(config, data, report_dir)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    written = getattr(config, "_accel_reports", None)
+    if written:
+        terminalreporter.write_line(f"report: {written['index']} ({len(written['heatmaps'])} heatmap(s)), "
+                                    f"{written['summary']}")

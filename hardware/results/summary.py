@@ -1,0 +1,123 @@
+"""What the terminal says at the end of a session: the gate's verdict first (with the fault banner
+of a run with an injected fault), then the family x backend table, what did not run and why,
+the SKIPs that matter, and every non-passing case with the line that reruns it."""
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+from typing import Optional
+
+from accel_regress.core import verdicts
+
+_ORDER = [v for v in verdicts.ALL]
+_LABEL = {verdicts.NOT_APPLICABLE: "N/A"}
+# Options of the session that shape a single case, so its rerun line must carry them.
+_VALUE_OPTIONS = ("--case-timeout", "--repeat", "--worker-memory", "--isolation", "--expectations")
+_FLAG_OPTIONS = ("--ignore-expectations", "--run-known-hangs")
+
+
+def table(summary: dict) -> list[str]:
+    used = {v for bs in summary.values() for counts in bs.values() for v in counts}
+    cols = [v for v in _ORDER if v in used or v == verdicts.PASS]
+    rows = [["family", "backend"] + [_LABEL.get(c, c) for c in cols]]
+    for family, backends in summary.items():
+        for backend, counts in backends.items():
+            rows.append([family, backend] + [str(counts.get(v, 0)) for v in cols])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for n, r in enumerate(rows):
+        cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])]
+        out.append("  ".join(cells))
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
+
+
+def _option(argv: list, name: str) -> Optional[str]:
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return str(argv[i + 1])
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def rerun_line(case: dict, session: dict) -> str:
+    """One command that runs exactly this case again, with the options that shaped it."""
+    argv = [str(a) for a in session.get("argv") or []]
+    cmd = ["python", "-m", "pytest", case["nodeid"]]
+    if case.get("backend"):
+        cmd += ["--hw", case["backend"]]
+    if session.get("golden_seed"):
+        cmd += ["--golden-seed", str(session["golden_seed"])]
+    if session.get("fault"):
+        cmd += ["--inject-fault", str(session["fault"])]
+    for name in _VALUE_OPTIONS:
+        value = _option(argv, name)
+        if value is not None:
+            cmd += [name, value]
+    cmd += [f for f in _FLAG_OPTIONS if f in argv]
+    if "large" in ((case.get("detail") or {}).get("markers") or []):
+        cmd += ["-m", "large"]
+    return shlex.join(cmd)
+
+
+def _first(text) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0][:160] if lines else ""
+
+
+def problems(cases: list[dict], limit: int = 30, session: Optional[dict] = None) -> list[str]:
+    bad = [c for c in cases if c["verdict"] in verdicts.BAD]
+    lines = []
+    for c in bad[:limit]:
+        first = _first(c.get("message"))
+        lines.append(f"{c['verdict']:<13} {c['nodeid']}" + (f"  -- {first}" if first else ""))
+        if session is not None:
+            lines.append(f"{'':<13} rerun: {rerun_line(c, session)}")
+    if len(bad) > limit:
+        lines.append(f"... and {len(bad) - limit} more (see results.json)")
+    return lines
+
+
+def skips(cases: list[dict], limit: int = 8) -> list[str]:
+    """SKIPs that matter, by reason (not-applicable families are not among them)."""
+    reasons = Counter(_first(c.get("message")) or "no reason given" for c in cases if c["verdict"] == verdicts.SKIP)
+    if not reasons:
+        return []
+    out = [f"{sum(reasons.values())} SKIP:"]
+    for why, n in reasons.most_common(limit):
+        out.append(f"  {n:>5} x {why}")
+    if len(reasons) > limit:
+        out.append(f"  ... and {len(reasons) - limit} other reason(s) (see summary.md)")
+    return out
+
+
+def not_applicable(cases: list[dict]) -> list[str]:
+    """One line per family x backend that can never run, however many cases that is."""
+    seen: dict[tuple, list] = {}
+    for c in cases:
+        if c["verdict"] == verdicts.NOT_APPLICABLE:
+            key = (c.get("family") or "?", c.get("backend") or "-")
+            seen.setdefault(key, [0, _first(c.get("message"))])[0] += 1
+    return [f"not applicable: {fam} on {backend} ({n} cases): {why}" for (fam, backend), (n, why) in sorted(seen.items())]
+
+
+def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
+    """The terminal's accel-regress summary; ``verdict`` is accel_regress.results.gate.evaluate's answer."""
+    out = list(verdict.lines()) if verdict is not None else []
+    out += [f"  - {r}" for r in (verdict.reasons if verdict is not None else [])]
+    if verdict is not None:
+        out.append(f"  (gate under {verdict.policy}: python -m accel_regress gate)")
+        out.append("")
+    out += table(data["summary"]) if data.get("summary") else ["no cases ran"]
+    missing = [(n, b.get("reason")) for n, b in (data.get("backends") or {}).items()
+               if b.get("selected") and not b.get("available", True)]
+    out += [f"not run on {name}: {reason}" for name, reason in missing]
+    out += not_applicable(data["cases"])
+    out += skips(data["cases"])
+    bad = problems(data["cases"], session=data.get("session") or {})
+    if bad:
+        out += [""] + bad
+    out += list(report_lines)
+    return out

@@ -1,0 +1,1 @@
+"""Libraries over toolchains that several backends use."""

@@ -1,0 +1,78 @@
+"""The layout's rules, checked on the source: golden knows nothing of devices, and the core names
+no backend and no operator family (those come from registrations)."""
+import ast
+import tomllib
+from pathlib import Path
+
+import accel_regress
+
+REPO = Path(accel_regress.__file__).resolve().parents[1]
+CORE = ["hardware/core", "hardware/plugin", "hardware/results", "hardware/util",
+        "hardware/__init__.py", "hardware/__main__.py", "golden"]
+
+
+def _imports(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+    return out
+
+
+def _golden_modules() -> list[Path]:
+    eps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    mods = list(eps["accel_regress.families"].values())
+    found = [REPO / "families" / Path(*m.split(".")[2:]).with_suffix(".py") for m in mods]
+    return sorted((REPO / "golden").glob("*.py")) + found + sorted((REPO / "families").glob("*/llama_ops.py"))
+
+
+def test_every_registered_family_has_a_golden_module_in_its_folder():
+    for path in _golden_modules():
+        assert path.is_file(), path
+
+
+def test_golden_modules_import_nothing_of_the_devices():
+    allowed = ("accel_regress.golden", "accel_regress.families")
+    bad = {}
+    for path in _golden_modules():
+        wrong = [m for m in _imports(path) if m.startswith("accel_regress") and not m.startswith(allowed)]
+        # a family's golden module may use another family's golden numerics, never its emu or program
+        wrong += [m for m in _imports(path) if m.startswith("accel_regress.families")
+                  and m.rsplit(".", 1)[-1] in ("emu", "iree_program", "sweep")]
+        if wrong:
+            bad[str(path.relative_to(REPO))] = wrong
+    assert bad == {}
+
+
+def _registered_names() -> set[str]:
+    eps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    names = set(eps["accel_regress.backends"]) | set(eps["accel_regress.families"])
+    return names | {n.replace("-", "_") for n in names}
+
+
+def _string_constants(path: Path):
+    """String literals in code, not docstrings (a docstring may give an example)."""
+    tree = ast.parse(path.read_text())
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = getattr(node, "body", [])
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docs.add(id(body[0].value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+
+
+def test_the_core_names_no_backend_and_no_family():
+    names = _registered_names()
+    hits = []
+    for entry in CORE:
+        root = REPO / entry
+        for path in ([root] if root.is_file() else sorted(root.rglob("*.py"))):
+            for line, value in _string_constants(path):
+                if value in names:
+                    hits.append(f"{path.relative_to(REPO)}:{line}: {value!r}")
+    assert hits == []
