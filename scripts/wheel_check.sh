@@ -17,7 +17,7 @@ fail() { echo "wheel_check: FAILED: $*" >&2; exit 1; }
 
 step "building the wheels in $work"
 mkdir -p "$work/src" "$work/dist"
-cp -r "$repo/pyproject.toml" "$repo/README.md" "$repo/hardware" "$repo/golden" "$work/src/"
+cp -r "$repo/pyproject.toml" "$repo/setup.py" "$repo/README.md" "$repo/hardware" "$repo/golden" "$repo/families" "$work/src/"
 cp -r "$repo/examples/outside-operator" "$work/example-src"
 find "$work/src" "$work/example-src" -name __pycache__ -prune -exec rm -rf {} +
 "$PYTHON" -m pip wheel -q --no-deps --no-build-isolation -w "$work/dist" "$work/src" "$work/example-src"
@@ -31,12 +31,12 @@ cd "$work"    # out of the tree: nothing may be imported from it
 "$py" -m pip install -q --no-index --no-deps --ignore-installed "$work"/dist/accel_regress-*.whl
 "$py" -m pip install -q --no-index --find-links "$work/dist" accel-regress gelu-ops
 "$py" - "$repo" <<'EOF' || fail "the venv imports accel-regress or the example from the source tree"
-import sys, hardware, gelu_ops
-for m in (hardware, gelu_ops):
+import sys, accel_regress, gelu_ops
+for m in (accel_regress, gelu_ops):
     if m.__file__.startswith(sys.argv[1]) or "site-packages" not in m.__file__:
         sys.exit(f"{m.__name__} comes from {m.__file__}")
 EOF
-"$py" -m hardware > "$work/listing.txt" || fail "python -m accel_regress"
+"$work/venv/bin/accel-regress" > "$work/listing.txt" || fail "python -m accel_regress"
 grep -q "gelu-toy = gelu_ops.toy_backend:ToyBackend  \[gelu-ops 0.1.0 (installed" "$work/listing.txt" \
   || fail "python -m accel_regress does not list the example's backend with its source"
 
