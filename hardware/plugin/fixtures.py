@@ -9,6 +9,7 @@ import pytest
 from accel_regress.golden.case import Case
 from accel_regress.core import registry, runner
 from accel_regress.core.errors import SetupError, Unsupported
+from accel_regress.plugin import run_memo
 
 
 class Hardware:
@@ -22,7 +23,7 @@ class Hardware:
         self.case_timeout = config.getoption("case_timeout")
 
     def run(self, case: Case, inputs) -> runner.Run:
-        return runner.run_case(self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
+        return run_memo.run_case(self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
 
     def __repr__(self) -> str:
         return f"<hw {self.name}>"
