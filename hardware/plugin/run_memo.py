@@ -3,7 +3,7 @@ the test layout: ``hw.run`` asks the session's memo (accel_regress.core.run_memo
 
 What a test module made or used is let go (held weakly) once pytest moves on to another module;
 the memo's byte budget bounds the rest: ``$ACCEL_RUN_MEMO_BYTES``, by default a quarter of the
-isolated worker's memory bound, shared by the xdist workers. ``-p no:accel_regress.plugin.run_memo``
+isolated worker's memory bound (``--worker-memory``), shared by the xdist workers. ``-p no:accel_regress.plugin.run_memo``
 turns it off (every ask runs the backend, as a module fixture set up again would).
 
 With ``--repeat N`` a fixture's ask is N runs at once (remembered as one set) and a test body's
@@ -36,6 +36,7 @@ def default_budget() -> int:
     return bound // 4 // max(1, workers)
 
 
+@pytest.hookimpl(trylast=True)     # after the isolation plugin has set the worker's memory bound
 def pytest_configure(config):
     global active
     config._accel_saved_memo = active
