@@ -14,6 +14,8 @@ standalone partitions are the same partition_N=1 case on different column slices
 fault and the run's bound. The caller adds what else makes two runs different on purpose (the
 repetition of --repeat).
 
+A remembered run's outputs are read-only (every test of the case reads the same arrays).
+
 Memory: outputs can be big (the Llama vocab projection returns about 2 GiB). A run with outputs
 is held strongly while it fits ``budget`` bytes (least recently used out first) and while a tag
 (the test module that made or used it) is open; after that only weakly, so it lives exactly as
@@ -35,6 +37,15 @@ def outputs_nbytes(run) -> int:
     if isinstance(runs, list):
         return sum(outputs_nbytes(r) for r in runs)
     return sum(getattr(a, "nbytes", 0) for a in (getattr(run, "_outputs", None) or {}).values())
+
+
+def freeze(run) -> None:
+    """Make a run's outputs read-only: every test of the case reads the same arrays, and one that
+    wrote into them would change what the others check (it gets numpy's ValueError instead)."""
+    for r in getattr(run, "runs", None) or [run]:
+        for a in (getattr(r, "_outputs", None) or {}).values():
+            if hasattr(a, "flags"):
+                a.flags.writeable = False
 
 
 @dataclass
@@ -73,6 +84,7 @@ class RunMemo:
 
     def put(self, key: Hashable, run, tag: Optional[str] = None) -> None:
         self.runs += 1
+        freeze(run)
         if key in self._let_go:
             self.reruns += 1
             self._let_go.discard(key)

@@ -1,8 +1,10 @@
 """The run memo's bound: runs with outputs are held while they fit the budget and while their test
-module runs, then only as long as something else (a fixture) holds them; verdict-only runs stay."""
+module runs, then only as long as something else (a fixture) holds them; verdict-only runs stay;
+what a memo holds is read-only."""
 import gc
 
 import numpy as np
+import pytest
 
 from accel_regress.core.errors import Hang
 from accel_regress.core.run_memo import RunMemo, outputs_nbytes
@@ -30,6 +32,14 @@ def test_over_budget_the_least_recently_used_is_let_go_and_lives_while_a_fixture
     assert memo.get("a") is None
     memo.put("a", _run("a", 80), "mod")
     assert memo.reruns == 1 and memo.runs == 4
+
+
+def test_a_remembered_run_cannot_be_changed_by_one_of_its_readers():
+    memo = RunMemo(budget_bytes=1 << 20)
+    run = _run("r", 8)
+    memo.put("r", run, "mod")
+    with pytest.raises(ValueError, match="read-only"):
+        memo.get("r")["out"][0] = 1
 
 
 def test_a_run_without_outputs_is_kept_whatever_the_budget():
