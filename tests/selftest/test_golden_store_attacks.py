@@ -5,7 +5,6 @@ import contextlib
 import json
 import os
 import stat
-import textwrap
 import time
 import warnings
 
