@@ -39,10 +39,8 @@ comments stay where they are; ``... check`` validates the files and that entries
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
