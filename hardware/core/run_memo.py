@@ -56,7 +56,7 @@ class _Entry:
 
 
 class RunMemo:
-    def __init__(self, budget_bytes: int):
+    def __init__(self, budget_bytes: float):
         self.budget = budget_bytes
         self._held: "OrderedDict[Hashable, _Entry]" = OrderedDict()   # least recently used first
         self._held_bytes = 0

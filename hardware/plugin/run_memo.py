@@ -26,11 +26,15 @@ active: Optional[RunMemo] = None
 _module: Optional[str] = None       # the test module whose test is running (the memo's tag)
 
 
-def default_budget() -> int:
+def default_budget() -> float:
     env = os.environ.get("ACCEL_RUN_MEMO_BYTES")
     if env:
         from accel_regress.core.isolation.bounds import parse_size
-        return parse_size(env)
+        try:
+            size = parse_size(env)
+        except ValueError as exc:
+            raise pytest.UsageError(f"$ACCEL_RUN_MEMO_BYTES={env!r}: {exc}") from None
+        return float("inf") if size is None else size
     bound = runner.memory_budget() or 8 << 30
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
     return bound // 4 // max(1, workers)
