@@ -24,9 +24,10 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from accel_regress.core.backend import Backend
+if TYPE_CHECKING:       # imported when a backend is asked for: the pytest plugin reads this module at start-up
+    from accel_regress.core.backend import Backend
 
 DIST = "accel-regress"
 GROUPS = {
@@ -35,6 +36,9 @@ GROUPS = {
     "iree_program": "accel_regress.iree_programs",
     "family": "accel_regress.families",
     "plugin": "accel_regress.plugins",      # name = "module": a pytest plugin a backend or family brings
+    # name = "module": a pytest plugin registered only when a session is the plugin's (no options of
+    # its own; plugin/engagement.py), so that its imports cost a project that never uses it nothing
+    "session_plugin": "accel_regress.session_plugins",
     "command": "accel_regress.commands",    # name = "module:function(argv) -> exit code"
 }
 
@@ -127,6 +131,8 @@ def __getattr__(attr):
     # where it can be reported (the plugin's configure, ``python -m accel_regress``), not at import.
     if attr == "KNOWN":
         return {n: r.value for n, r in registrations("backend").items()}
+    if attr == "Unavailable":
+        return _unavailable_class()
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
@@ -137,14 +143,19 @@ def module_for(kind: str, op: str):
     return reg.load() if reg is not None else None
 
 
-class Unavailable(Backend):
-    """Stands for a backend whose module could not even be imported."""
+@lru_cache(maxsize=None)
+def _unavailable_class() -> type:
+    from accel_regress.core.backend import Backend
 
-    def __init__(self, name: str, reason: str):
-        self.name, self._reason = name, reason
+    class Unavailable(Backend):
+        """Stands for a backend whose module could not even be imported."""
 
-    def availability(self) -> Optional[str]:
-        return self._reason
+        def __init__(self, name: str, reason: str):
+            self.name, self._reason = name, reason
+
+        def availability(self) -> Optional[str]:
+            return self._reason
+    return Unavailable
 
 
 @lru_cache(maxsize=None)
@@ -156,7 +167,7 @@ def get(name: str) -> Backend:
     try:
         backend = reg.load()()
     except Exception as exc:  # an import-time failure is a reason, not a crash of the suite
-        return Unavailable(name, f"{reg.value} (registered by {reg.source}) failed to load: "
+        return _unavailable_class()(name, f"{reg.value} (registered by {reg.source}) failed to load: "
                                  f"{type(exc).__name__}: {exc}")
     backend.name = name
     return backend

@@ -257,14 +257,8 @@ _OUTCOME = pytest.StashKey[dict]()
 _DONE = pytest.StashKey[bool]()
 
 
-def pytest_addoption(parser):
-    g = parser.getgroup("accel-regress")
-    g.addoption("--expectations", default=None, metavar="DIR",
-                help="known-bug files, one per backend (default: <rootdir>/expectations when present)")
-    g.addoption("--ignore-expectations", action="store_true", default=False,
-                help="run every case plainly: no XFAIL/XPASS, known hangs attempted")
-    g.addoption("--run-known-hangs", action="store_true", default=False,
-                help="attempt cases expected to HANG or CRASH (default: SKIP them with the entry's reason)")
+# Its options (--expectations, --ignore-expectations, --run-known-hangs) are declared with the core's
+# (plugin/options.py): this plugin is registered only once a session is the plugin's (plugin/engagement.py).
 
 
 def pytest_configure(config):
@@ -277,8 +271,9 @@ def pytest_configure(config):
         return
     given = config.getoption("expectations")
     directory = Path(given) if given else Path(config.rootpath) / DEFAULT_DIR
-    if not given and not directory.is_dir():
-        return
+    from accel_regress.plugin import engagement
+    if not given and not (engagement.explicit(config) and directory.is_dir()):
+        return      # another project's expectations/ folder is its own
     try:
         shown = Path(os.path.relpath(directory, config.invocation_params.dir))
         config._accel_exp = load_dir(directory if shown.parts[:1] == ("..",) else shown)
@@ -543,7 +538,7 @@ def pytest_accel_regress_session_finished(config, data, report_dir):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     summary = getattr(config, "_accel_exp_summary", None)
-    if not summary or not (summary["xfail"] or summary["xpass"] or summary["not_attempted"] or summary["stale"]):
+    if config.get_verbosity() < 0 or not summary or not (summary["xfail"] or summary["xpass"] or summary["not_attempted"] or summary["stale"]):
         return
     tr = terminalreporter
     tr.section("accel-regress expectations")
