@@ -166,6 +166,12 @@ def rerun_line(item, backend: Optional[str]) -> str:
         argv += ["--inject-fault", config.getoption("inject_fault")]
     if config.getoption("case_timeout") is not None:
         argv += ["--case-timeout", f"{config.getoption('case_timeout'):g}"]
+    # The rest of what the summary's rerun line carries (results/summary.py), where not the default.
+    for dest, default in (("repeat", 1), ("expectations", None)):
+        value = config.getoption(dest, default)
+        if value != default:
+            argv += ["--" + dest.replace("_", "-"), str(value)]
+    argv += [f"--{d.replace('_', '-')}" for d in ("ignore_expectations", "run_known_hangs") if config.getoption(d, False)]
     opt_in = [m for m in ("large", "input_classes") if item.get_closest_marker(m) is not None]
     if opt_in and engagement.is_ours(item):     # deselected unless -m names them
         argv += ["-m", " and ".join(opt_in)]

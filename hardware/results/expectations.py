@@ -271,9 +271,8 @@ def pytest_configure(config):
         return
     given = config.getoption("expectations")
     directory = Path(given) if given else Path(config.rootpath) / DEFAULT_DIR
-    from accel_regress.plugin import engagement
-    if not given and not (engagement.explicit(config) and directory.is_dir()):
-        return      # another project's expectations/ folder is its own
+    if not given and not directory.is_dir():
+        return
     try:
         shown = Path(os.path.relpath(directory, config.invocation_params.dir))
         config._accel_exp = load_dir(directory if shown.parts[:1] == ("..",) else shown)
