@@ -9,7 +9,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
@@ -17,6 +17,9 @@ from accel_regress.core import verdicts
 from accel_regress.core.errors import SetupError, VerdictError
 from accel_regress.plugin import engagement, isolation, selection
 from accel_regress.plugin.fixtures import NOT_APPLICABLE
+
+if TYPE_CHECKING:
+    from accel_regress.core import runner
 
 _RECORD = pytest.StashKey[dict]()
 PROP = "accel_regress"      # the JUnit property that carries a case's record, as JSON

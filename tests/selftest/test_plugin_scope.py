@@ -11,7 +11,6 @@ import json
 import shlex
 import shutil
 import stat
-import sys
 from pathlib import Path
 
 import pytest
