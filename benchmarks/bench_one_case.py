@@ -6,7 +6,8 @@
 Prints, from one invocation, with the golden store warmed by a first run of each:
 - one case: ``pytest tests/test_gemm_partition_n.py --hw emu -k EXPR`` (one test, one device run)
   against ``python repros/gemm_partition_n.py --hw emu`` (the seed's check, no pytest), median wall
-  times of N alternating rounds and their ratio (target: 1.2x or less);
+  and CPU times (user + system of the process and its children: the isolated worker) of N
+  alternating rounds and their ratios (target: 1.2x or less);
 - collection: ``pytest tests --co -q`` wall time and pytest's own collection time, with the items
   collected and deselected (the opt-in ``large`` / ``input_classes`` cases are generated only when
   ``-m`` names them), and the same with ``-m "large or input_classes or not large"`` for scale.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,9 +29,18 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_K = "test_forward_shape and vocab-mini and normal"
 
 
+def _cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+_last_cpu = [0.0]
+
+
 def _timed(argv: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
-    start = time.perf_counter()
+    cpu, start = _cpu(), time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    _last_cpu[0] = _cpu() - cpu
     return time.perf_counter() - start, proc
 
 
@@ -54,16 +65,19 @@ def one_case(rounds: int, hw: str, expr: str, env: dict, tmp: Path) -> float:
     _, proc = _timed(repro_argv, env)
     _checked("the repro", proc, ok=(0, 1))
     times: dict[str, list[float]] = {"pytest": [], "repro": []}
+    cpu: dict[str, list[float]] = {"pytest": [], "repro": []}
     for i in range(rounds):
         order = ("pytest", "repro") if i % 2 == 0 else ("repro", "pytest")
         for which in order:
             took, _ = _timed(pytest_argv if which == "pytest" else repro_argv, env)
             times[which].append(took)
+            cpu[which].append(_last_cpu[0])
     ratio = statistics.median(times["pytest"]) / statistics.median(times["repro"])
-    print(f"one case, {rounds} alternating rounds:")
-    print(f"  pytest -k {expr!r} --hw {hw}: {_spread(times['pytest'])}")
-    print(f"  python repros/gemm_partition_n.py --hw {hw}: {_spread(times['repro'])}")
-    print(f"  one-case pytest / repro (wall, medians): {ratio:.2f}x (target <= 1.2)")
+    print(f"one case, {rounds} alternating rounds (wall; CPU):")
+    print(f"  pytest -k {expr!r} --hw {hw}: {_spread(times['pytest'])}; {_spread(cpu['pytest'])}")
+    print(f"  python repros/gemm_partition_n.py --hw {hw}: {_spread(times['repro'])}; {_spread(cpu['repro'])}")
+    print(f"  one-case pytest / repro (medians): wall {ratio:.2f}x, CPU "
+          f"{statistics.median(cpu['pytest']) / statistics.median(cpu['repro']):.2f}x (target <= 1.2)")
     return ratio
 
 
