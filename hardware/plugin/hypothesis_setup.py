@@ -59,7 +59,9 @@ def pytest_runtest_setup(item):
 
 def pytest_sessionfinish(session):
     config = session.config
-    if engagement.engaged(config) and "hypothesis" not in sys.modules:
+    # An xdist controller runs no test itself: its workers' failing examples reach it in their reports.
+    controller = not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no"
+    if engagement.engaged(config) and "hypothesis" not in sys.modules and not controller:
         plugin = config.pluginmanager.get_plugin("hypothesispytest")
         if plugin is not None:
             config.pluginmanager.unregister(plugin)

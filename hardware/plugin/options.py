@@ -1,6 +1,7 @@
 """The suite's options: each one on the command line and in the ini file (``accel_<name>``), the
 command line winning (the feature plugins' options too); validation (a bad value is a usage error, never a traceback or a silent
-default); the backend selection; which marker expression applies."""
+default); which of them make a session the plugin's (plugin/engagement.py); the backend selection
+and the opt-in cases -m asks for are in plugin/selection.py."""
 from __future__ import annotations
 
 import math
