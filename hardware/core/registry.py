@@ -77,15 +77,24 @@ def _checkout_entry_points(path: Path) -> list[tuple[str, str, str, str]]:
 
 
 def _installed_entry_points(skip_own: bool) -> list[tuple[str, str, str, str]]:
+    # One scan of the installed distributions, and each one's metadata read once: the pytest plugin
+    # reads this at start-up in every project of the environment (a scan per group and a metadata
+    # parse per entry point took ~0.3 s).
     out = []
+    every = md.entry_points()
+    named: dict[int, tuple] = {}
     for kind, group in GROUPS.items():
-        for ep in md.entry_points(group=group):
+        for ep in every.select(group=group):
             dist = ep.dist
-            dname = dist.metadata["Name"] if dist is not None else "?"
+            if id(dist) not in named:
+                meta = dist.metadata if dist is not None else None
+                named[id(dist)] = (dist, meta["Name"] if meta is not None else "?",
+                                   meta["Version"] if meta is not None else "?")
+            _, dname, version = named[id(dist)]
             if skip_own and dname is not None and dname.lower().replace("_", "-") == DIST:
                 continue
             where = getattr(dist, "_path", None)
-            source = f"{dname} {dist.version if dist is not None else '?'} (installed{', ' + str(where) if where else ''})"
+            source = f"{dname} {version} (installed{', ' + str(where) if where else ''})"
             out.append((kind, ep.name, ep.value, source))
     return out
 
