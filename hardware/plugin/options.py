@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -230,6 +231,10 @@ def pytest_configure(config):
     for arg in _FEATURE:
         _resolve_feature(config, arg)
     _check_session_timeout(config)
+    # A store this process already uses (a session inside a session) starts each session afresh;
+    # one not imported yet is configured when the session engages.
+    if "accel_regress.golden.store" in sys.modules:
+        _configure_store(config, sys.modules["accel_regress.golden.store"])
     config._accel_hw = None
     if config.getoption("hw") is not None:
         selection.selected(config)        # a named backend is checked now; no backend is probed
@@ -248,12 +253,16 @@ def pytest_configure(config):
     config._accel_large = _large_note(expr)
 
 
+def _configure_store(config, store) -> None:
+    store.configure(enabled=not config.getoption("no_golden_cache"), verify=config.getoption("verify_golden"),
+                    shared=config.getoption("golden_cache_shared") or None)
+
+
 @pytest.hookimpl(tryfirst=True)     # before any golden is asked for, or any backend
 def pytest_accel_regress_engaged(config):
     from accel_regress.core import registry
     from accel_regress.golden import store
-    store.configure(enabled=not config.getoption("no_golden_cache"), verify=config.getoption("verify_golden"),
-                    shared=config.getoption("golden_cache_shared") or None)
+    _configure_store(config, store)
     try:
         registry.check()        # a registration that cannot be loaded is a usage error
     except registry.RegistrationError as exc:
