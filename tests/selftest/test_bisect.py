@@ -89,6 +89,27 @@ def test_bisect_finds_the_pytz_release_and_resumes_after_a_kill(project, tmp_pat
     assert not list((tmp_path / "envs").glob(".tmp-*")), "a half-built environment was left"
 
 
+def _record(path, question, who, n):
+    journal = search.Journal(path, question)
+    for i in range(n):
+        journal.record(f"{who}-{i}", {"verdict": "PASS", "i": i})
+
+
+def test_journal_shared_by_two_processes(tmp_path):
+    """Two bisects of one question extend one journal at once: every step of both is kept."""
+    path, question = tmp_path / "j.json", {"test": "t"}
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_record, args=(path, question, who, 40)) for who in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    steps = search.Journal(path, question).steps()
+    assert set(steps) == {f"{w}-{i}" for w in "ab" for i in range(40)}
+    assert search.Journal(path, {"test": "another"}).steps() == {}, "another question's journal was read"
+
+
 def _use(root, version, hold_s, bound):
     cache = envs.EnvCache(root, bound)
     with cache.use({"pytz": version}) as env:

@@ -63,6 +63,17 @@ class Outcome:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
+def _die_with_parent() -> None:
+    """In the step's pytest: be killed when the bisect that started it dies (a killed bisect leaves
+    no step running on)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 def backend_of(nodeid: str, known: Sequence[str]) -> Optional[str]:
     """The backend a test id carries (``test_x[iree-cpu-...]`` -> iree-cpu), the longest match."""
     params = nodeid.rsplit("[", 1)[1] if nodeid.endswith("]") and "[" in nodeid else ""
@@ -87,7 +98,7 @@ def run_step(version: str, nodeid: str, *, hw: Optional[str], seed: int, python_
         start = time.perf_counter()
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=cwd, env=env,
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
             tail = (proc.stdout + proc.stderr)[-3000:]
         except subprocess.TimeoutExpired:
             return Outcome(version, ERROR, f"the step's pytest run did not finish within {timeout_s:.0f} s",
