@@ -87,3 +87,14 @@ def test_upstream_reduces_the_erf_case_to_one_element(tmp_path):
     assert np.load(out / "inputs" / "x.npy", allow_pickle=False).tolist() == [-0.0]
     assert spec["compile"][:2] == ["iree-compile", "program.mlir"] and "math.erf" in (out / "program.mlir").read_text()
     assert "reproduce.py exit 1" in proc.stdout
+
+
+def test_every_finding_carries_the_current_script():
+    """The bundles in findings/ are self-contained copies: a fix to the template must reach them."""
+    template = Path(reproduce.__file__).read_bytes()
+    bundles = [p for p in (REPO / "findings").iterdir() if (p / "bundle.json").is_file()]
+    assert len(bundles) == 5
+    for b in bundles:
+        assert (b / "reproduce.py").read_bytes() == template, f"{b.name}: reproduce.py differs from the template"
+        spec = json.loads((b / "bundle.json").read_text())
+        assert spec["compile"][0] == "iree-compile" and spec["run"]["kind"] in ("iree-runtime", "riscv-qemu", "codegen-scan")
