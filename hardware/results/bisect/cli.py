@@ -30,7 +30,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from accel_regress.results.bisect import envs, search, step, upstream_range, versions
 from accel_regress.util.atomic import write_atomic
