@@ -117,8 +117,10 @@ def compare(spec, outputs):
         for idx in zip(*np.nonzero(mask)):
             at = ", ".join(f"{n} = {show(v[idx])}" for n, v in inputs.items() if v.shape == expected.shape)
             allowed = float(np.broadcast_to(tol, expected.shape)[idx])
+            why = ("the sign of zero" if got[idx] == 0 and expected[idx] == 0 else
+                   f"allowed difference {allowed:g}" if allowed else "bit for bit")
             print(f"{name}{list(map(int, idx))}: {at + ' -> ' if at else ''}got {show(got[idx])}, expected "
-                  f"{show(expected[idx])}" + (f" (allowed difference {allowed:g})" if allowed else " (bit for bit)"))
+                  f"{show(expected[idx])} ({why})")
         bad += int(mask.sum())
     return bad
 
