@@ -37,6 +37,7 @@ GROUPS = {
     "family": "accel_regress.families",
     "plugin": "accel_regress.plugins",      # name = "module": a pytest plugin a backend or family brings
     "command": "accel_regress.commands",    # name = "module:function(argv) -> exit code"
+    "upstream": "accel_regress.upstream",   # name = family or backend id: its part of an upstream bundle
 }
 
 
