@@ -40,6 +40,7 @@ GROUPS = {
     # its own; plugin/engagement.py), so that its imports cost a project that never uses it nothing
     "session_plugin": "accel_regress.session_plugins",
     "command": "accel_regress.commands",    # name = "module:function(argv) -> exit code"
+    "upstream": "accel_regress.upstream",   # name = family or backend id: its part of an upstream bundle
 }
 
 
