@@ -32,6 +32,7 @@ pytest_plugins = [
     "accel_regress.plugin.parallel",
     "accel_regress.results.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
     "accel_regress.results.report.plugin",           # markdown, html and heatmaps after results.json
+    "accel_regress.results.history.plugin",          # --history, --shard: every run into the results history
     "accel_regress.plugin.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N
     "accel_regress.plugin.hypothesis_setup",         # accel-ci (default) and explore profiles, once hypothesis is in use
     # The plugins backends and families bring (entry-point group accel_regress.plugins), e.g. the
