@@ -45,8 +45,8 @@ class Run:
         bits = [self.key[:9], when]
         if self.revision:
             bits.append(f"rev {self.revision[:12]}")
-        if self.fault:
-            bits.append(f"fault {self.fault}")
+        if self.fault:     # FILE.py:NAME said by the file's name alone
+            bits.append(f"fault {self.fault.rsplit('/', 1)[-1]}")
         return " ".join(bits)
 
 
