@@ -14,7 +14,7 @@ from typing import Optional
 from accel_regress.results.history import questions as Q
 from accel_regress.results.history.location import HistoryError, resolve
 from accel_regress.results.history.store import History
-from accel_regress.results.merge import device_of, test_key
+from accel_regress.results.keys import device_of, test_key
 
 
 def from_history(data: dict, location: Optional[str], failures: tuple, bound: float, window: int,

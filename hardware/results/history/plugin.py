@@ -93,7 +93,7 @@ def pytest_collection_modifyitems(session, config, items):
     if not getattr(config, "_accel_shard", None) or not items:
         return
     from accel_regress.results.history import shard
-    from accel_regress.results.merge import test_key
+    from accel_regress.results.keys import test_key
     i, n = config._accel_shard
     keys, seconds = [], []
     for item in items:

@@ -247,7 +247,7 @@ def gate_inputs(history: History, data: dict, failing: list[tuple[str, str]], wi
     starts = [t for t in (parse_time(s.get("started")) for s in sources) if t]
     before = max(starts) if starts else None
     devices = {d for _, d in failing}
-    from accel_regress.results.merge import device_of
+    from accel_regress.results.keys import device_of
     devices |= {device_of(c, data) for c in data.get("cases") or []}
     cases, rates, used = [], {}, []
     with history.read() as conn:

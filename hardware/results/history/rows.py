@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from accel_regress.core import verdicts
-from accel_regress.results.merge import device_of, severity, test_key
+from accel_regress.results.keys import device_of, test_key
+from accel_regress.results.merge import severity
 
 # What a device did, for flip counting: a good or a bad outcome; anything else (SKIP, INTERRUPTED,
 # XPASS, NOT_APPLICABLE) says nothing about the device's stability.
