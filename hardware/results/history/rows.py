@@ -15,7 +15,6 @@ from typing import Any, Optional
 
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
-from accel_regress.results.merge import severity
 
 # What a device did, for flip counting: a good or a bad outcome; anything else (SKIP, INTERRUPTED,
 # XPASS, NOT_APPLICABLE) says nothing about the device's stability.
@@ -69,6 +68,10 @@ def _device_name(versions: Any) -> Optional[str]:
             if isinstance(versions.get(k), str) and versions[k]:
                 return versions[k]
     return None
+
+
+def _rank(verdict: str) -> int:
+    return 2 if verdict in BAD else 1 if verdict in GOOD else 0
 
 
 def _stats(case: dict) -> Optional[str]:
@@ -128,8 +131,9 @@ def _one_run(session: dict, backends: dict, cases: list, data: dict, source: Opt
                "duration": float(duration) if isinstance(duration, (int, float)) else None,
                "message": _text(case.get("message")), "stats": _stats(case), "rerun": _text(case.get("rerun"))}
         old = seen.get((key, device))
-        # One cell per test x device: a node id twice (a rerun) keeps the worse, as merge does.
-        if old is None or severity(row["verdict"]) > severity(old["verdict"]):
+        # One cell per test x device: twice in one record (a rerun), a failure wins over a pass,
+        # and either over what says nothing of the device (SKIP, INTERRUPTED, ...).
+        if old is None or _rank(row["verdict"]) > _rank(old["verdict"]):
             seen[(key, device)] = row
     rows.cases = list(seen.values())
     rows.run["n_cases"] = len(rows.cases)
