@@ -78,13 +78,21 @@ class LocalServer:
                             "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
                             "-c", "full_page_writes=off", "-c", f"max_connections={self.max_connections}"]),
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not (self.socket / ".s.PGSQL.5432").exists():
+        # The socket appears before the server accepts connections ("the database system is
+        # starting up"): ready is when a connection succeeds.
+        import psycopg
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                psycopg.connect(host=str(self.socket), user="postgres", dbname="postgres", connect_timeout=5).close()
+                return self
+            except psycopg.OperationalError:
+                pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                log = (self.root / "server.log").read_text(errors="replace")[-2000:]
                 self.stop()
-                raise RuntimeError(f"PostgreSQL did not start: {(self.root / 'server.log').read_text()[-2000:]}")
+                raise RuntimeError(f"PostgreSQL did not start: {log}")
             time.sleep(0.1)
-        return self
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@/{database}?host={self.socket}"
