@@ -13,7 +13,7 @@ from typing import Optional
 
 from accel_regress.results.history import questions as Q
 from accel_regress.results.history.location import HistoryError, resolve
-from accel_regress.results.history.store import History
+from accel_regress.results.history.store import History, _reason
 from accel_regress.results.keys import device_of, test_key
 
 
@@ -28,6 +28,8 @@ def from_history(data: dict, location: Optional[str], failures: tuple, bound: fl
     history = History(where, create=False)
     try:
         found = Q.gate_inputs(history, data, failing, window=window, with_faults=with_faults)
+    except Exception as exc:      # a database error mid-query: the gate's one line, no traceback
+        raise HistoryError(f"history {history.where}: {_reason(exc)}") from None
     finally:
         history.close()
     known = {k: f.describe() for k, f in found.rates.items() if f.rate > bound}
