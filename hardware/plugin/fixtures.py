@@ -47,14 +47,18 @@ def pytest_collection_modifyitems(config, items):
     try:
         from _pytest.mark import deselect_by_keyword, deselect_by_mark
     except ImportError:         # a pytest without them: its own pass deselects, later
-        return
-    deselect_by_keyword(items, config)
-    deselect_by_mark(items, config)
+        pass
+    else:
+        deselect_by_keyword(items, config)
+        deselect_by_mark(items, config)
+    # Called from here: pytest registers only hook functions named pytest_*, so a second
+    # pytest_collection_modifyitems under another name (specname) is never called.
+    skip_what_a_backend_cannot_run(config, items)
 
 
-@pytest.hookimpl(specname="pytest_collection_modifyitems")
 def skip_what_a_backend_cannot_run(config, items):
-    """A backend that cannot run a family at all SKIPs its tests before any input is made."""
+    """A backend that cannot run a family at all SKIPs its tests before any input is made; so does
+    one a test's ``backends(...)`` marker does not name (a check that is a stage of those only)."""
     said: dict[tuple, Optional[str]] = {}
     for item in items:
         callspec = getattr(item, "callspec", None)
@@ -67,6 +71,9 @@ def skip_what_a_backend_cannot_run(config, items):
             reason = registry.availability(name)
             said[key] = (f"backend {name} unavailable: {reason}", False) if reason else (_op_reason(name, op), True)
         reason, never = said[key]
+        stage_of = item.get_closest_marker("backends")
+        if stage_of is not None and key[0] not in stage_of.args:
+            reason, never = f"{item.originalname} is a stage of {', '.join(stage_of.args)} only", True
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
             if never:   # the backend can never run this family: NOT_APPLICABLE, not a SKIP that matters

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shlex
 import socket
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 from accel_regress.golden.compare import Mismatch
 from accel_regress.core import registry, runner, verdicts
 from accel_regress.results import record as results
+from accel_regress.results import summary
 from accel_regress.core.errors import SetupError, VerdictError
 from accel_regress.plugin import isolation
 from accel_regress.plugin.fixtures import NOT_APPLICABLE
@@ -147,18 +147,19 @@ def pytest_runtest_makereport(item, call):
 
 
 def rerun_line(item, backend: Optional[str]) -> str:
-    """The command that reruns exactly this case, with the options that shaped it."""
+    """The command that reruns exactly this case, with the options, opt-in markers and
+    environment that shaped it (the same line the summary prints from results.json)."""
     config = item.config
-    argv = ["python", "-m", "pytest", item.nodeid]
-    if backend:
-        argv += ["--hw", backend]
-    if config.getoption("golden_seed"):
-        argv += ["--golden-seed", str(config.getoption("golden_seed"))]
-    if config.getoption("inject_fault"):
-        argv += ["--inject-fault", config.getoption("inject_fault")]
-    if config.getoption("case_timeout") is not None:
-        argv += ["--case-timeout", f"{config.getoption('case_timeout'):g}"]
-    return shlex.join(argv)
+    session = {"argv": _session_argv(config), "golden_seed": config.getoption("golden_seed"),
+               "fault": config.getoption("inject_fault"), "env": summary.rerun_env(os.environ)}
+    case = {"nodeid": item.nodeid, "backend": backend, "detail": {"markers": [m.name for m in item.iter_markers()]}}
+    return summary.rerun_line(case, session)
+
+
+def _session_argv(config) -> list:
+    """The session's command line: under xdist, the controller's (a worker's own is execnet's)."""
+    workerinput = getattr(config, "workerinput", None)
+    return list((workerinput.get("mainargv") if workerinput else None) or sys.argv)[1:]
 
 
 def _as_result(rec: dict) -> dict:
@@ -202,7 +203,8 @@ def pytest_sessionstart(session):
     meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
             "platform": platform.platform(), "python": sys.version.split()[0], "argv": sys.argv[1:],
             "cwd": os.getcwd(), "hw": names, "fault": config.getoption("inject_fault"),
-            "golden_seed": config.getoption("golden_seed"), "interrupted": False}
+            "golden_seed": config.getoption("golden_seed"), "interrupted": False,
+            "env": summary.rerun_env(os.environ)}
     config._accel_sink = results.Sink(Path(config.getoption("report_dir")), meta, _backends_info(names))
 
 

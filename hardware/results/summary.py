@@ -14,6 +14,19 @@ _LABEL = {verdicts.NOT_APPLICABLE: "N/A"}
 # Options of the session that shape a single case, so its rerun line must carry them.
 _VALUE_OPTIONS = ("--case-timeout", "--repeat", "--worker-memory", "--isolation", "--expectations")
 _FLAG_OPTIONS = ("--ignore-expectations", "--run-known-hangs")
+# Markers that keep a case out of a run unless -m names them (accel_regress/plugin/options.py).
+_OPT_IN_MARKERS = ("large", "input_classes")
+# Environment a case may read: the suite's own ACCEL_* and the toolchains' variables the backends
+# take (README). Not the per-worker device ids, nor ACCEL_HW (the line says --hw).
+_ENV_PREFIXES = ("ACCEL_", "PYPTO_", "PTOAS_", "ASCEND_", "A2A3_", "XRT_")
+_ENV_NAMES = ("PEANO_INSTALL_DIR", "MLIR_AIE_INSTALL_DIR")
+_ENV_NOT = ("ACCEL_DEVICE_", "ACCEL_HW")
+
+
+def rerun_env(environ) -> dict:
+    """The variables of ``environ`` that a rerun line must set again (session["env"])."""
+    return {k: str(v) for k, v in sorted(environ.items())
+            if (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES) and not (k.startswith(_ENV_NOT[0]) or k == _ENV_NOT[1])}
 
 
 def table(summary: dict) -> list[str]:
@@ -45,7 +58,9 @@ def _option(argv: list, name: str) -> Optional[str]:
 def rerun_line(case: dict, session: dict) -> str:
     """One command that runs exactly this case again, with the options that shaped it."""
     argv = [str(a) for a in session.get("argv") or []]
-    cmd = ["python", "-m", "pytest", case["nodeid"]]
+    env = session.get("env") or {}
+    cmd = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
+    cmd += ["python", "-m", "pytest", case["nodeid"]]
     if case.get("backend"):
         cmd += ["--hw", case["backend"]]
     if session.get("golden_seed"):
@@ -57,8 +72,12 @@ def rerun_line(case: dict, session: dict) -> str:
         if value is not None:
             cmd += [name, value]
     cmd += [f for f in _FLAG_OPTIONS if f in argv]
-    if "large" in ((case.get("detail") or {}).get("markers") or []):
-        cmd += ["-m", "large"]
+    markers = (case.get("detail") or {}).get("markers") or []
+    opt_in = [m for m in _OPT_IN_MARKERS if m in markers]
+    if opt_in and _option(argv, "-m") is None:
+        cmd += ["-m", " or ".join(opt_in)]
+    elif _option(argv, "-m") is not None:
+        cmd += ["-m", _option(argv, "-m")]
     return shlex.join(cmd)
 
 
