@@ -21,7 +21,7 @@ import numpy as np
 from accel_regress.golden.case import Case
 from accel_regress.golden.inputs import sha256_of
 from accel_regress.core import faults, registry
-from accel_regress.core.errors import Crash, Unsupported, VerdictError
+from accel_regress.core.errors import Crash, NotApplicable, Unsupported, VerdictError
 
 
 @dataclass
@@ -64,6 +64,7 @@ class Run:
     versions: dict = field(default_factory=dict)
     error: Optional[VerdictError] = None
     skip: Optional[str] = None
+    never: bool = False           # skip is a NotApplicable reason: the backend never runs this case
     _outputs: Optional[dict] = None
 
     @property
@@ -79,7 +80,7 @@ class Run:
         if observer is not None:
             observer(self)
         if self.skip:
-            raise Unsupported(self.skip)
+            raise Unsupported(self.skip, never=self.never)
         if self.error is not None:
             raise self.error
         return self._outputs
@@ -165,7 +166,7 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     if reason is None:
         reason = backend.supports_inputs(case) or backend.supports(case)
     if reason is not None:
-        run.skip = f"{backend_name}: {reason}"
+        run.skip, run.never = f"{backend_name}: {reason}", isinstance(reason, NotApplicable)
         return run
     blocked = hang_guard.blocked(backend_name) if hang_guard is not None else None
     if blocked:

@@ -90,6 +90,8 @@ def pytest_runtest_call(item):
     try:
         return (yield)
     except Unsupported as exc:
+        if exc.never:    # the backend can never run this configuration: NOT_APPLICABLE, not a SKIP
+            item.stash[NOT_APPLICABLE] = str(exc)
         pytest.skip(str(exc))
 
 

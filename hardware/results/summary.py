@@ -114,12 +114,16 @@ def skips(cases: list[dict], limit: int = 8) -> list[str]:
 
 def not_applicable(cases: list[dict]) -> list[str]:
     """One line per family x backend that can never run, however many cases that is."""
-    seen: dict[tuple, list] = {}
+    seen: dict[tuple, Counter] = {}
     for c in cases:
         if c["verdict"] == verdicts.NOT_APPLICABLE:
             key = (c.get("family") or "?", c.get("backend") or "-")
-            seen.setdefault(key, [0, _first(c.get("message"))])[0] += 1
-    return [f"not applicable: {fam} on {backend} ({n} cases): {why}" for (fam, backend), (n, why) in sorted(seen.items())]
+            seen.setdefault(key, Counter())[_first(c.get("message"))] += 1
+    out = []
+    for (fam, backend), why in sorted(seen.items()):
+        more = f" (and {len(why) - 1} other reason(s): results.json)" if len(why) > 1 else ""
+        out.append(f"not applicable: {fam} on {backend} ({sum(why.values())} cases): {why.most_common(1)[0][0]}{more}")
+    return out
 
 
 def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
