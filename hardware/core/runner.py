@@ -65,6 +65,7 @@ class Run:
     error: Optional[VerdictError] = None
     skip: Optional[str] = None
     never: bool = False           # skip is a NotApplicable reason: the backend never runs this case
+    report: dict = field(default_factory=dict)   # what the backend measured (backend_report), isolated or not
     _outputs: Optional[dict] = None
 
     @property
@@ -101,6 +102,13 @@ class Run:
 isolation = None     # accel_regress.core.isolation.Isolation, or None: run in this process
 hang_guard = None    # accel_regress.core.isolation.HangGuard, or None: never stop trying
 devices = None       # accel_regress.core.devices.DeviceLocks, or None: no --devices
+
+
+def backend_report(name: str) -> dict:
+    """What a backend measured in its last run, beyond the outputs (qemu-rvv's cycles and codegen
+    scan, FireSim's slot and console): its ``last_report`` or ``last_record``, in the process that ran it."""
+    backend = registry.get(name)
+    return dict(getattr(backend, "last_report", None) or getattr(backend, "last_record", None) or {})
 
 
 def invoke(job: Job) -> dict[str, np.ndarray]:
@@ -178,6 +186,8 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     start = time.perf_counter()
     try:
         run._outputs = invoke(job)
+        run.report = dict(getattr(isolation, "last_report", None) or {}) if isolation is not None \
+            else backend_report(backend_name)
     except VerdictError as exc:
         run.error = exc.with_traceback(None)   # raised again where a test reads it: point there
     except Unsupported as exc:
