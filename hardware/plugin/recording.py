@@ -157,9 +157,9 @@ def rerun_line(item, backend: Optional[str]) -> str:
 
 
 def _session_argv(config) -> list:
-    """The session's command line: under xdist, the controller's (a worker's own is execnet's)."""
-    workerinput = getattr(config, "workerinput", None)
-    return list((workerinput.get("mainargv") if workerinput else None) or sys.argv)[1:]
+    """The session's arguments: pytest's own record of them (an xdist worker gets the
+    controller's; an inline run its own, not the outer process's sys.argv)."""
+    return [str(a) for a in config.invocation_params.args]
 
 
 def _as_result(rec: dict) -> dict:
