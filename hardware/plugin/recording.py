@@ -233,13 +233,11 @@ def _backend_in(nodeid: str) -> Optional[str]:
 
 def _interrupted_records(session, reason: str) -> list[dict]:
     """Suite cases that started but never finished: the session stopped while they ran."""
-    items = {item.nodeid: item for item in getattr(session, "items", [])}
     out = []
     for nodeid, start in list(_started.items()):
         if _current is not None and _current["nodeid"] == nodeid:
             rec = _as_result(_current)
         else:
-            item = items.get(nodeid)
             # Under xdist the controller knows only the node id.
             backend = _backend_in(nodeid)
             rec = {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": backend, "family": None,
