@@ -40,7 +40,6 @@ def test_clean_emu_passes_every_class_and_statistic_over_20_seeds():
 
 
 def test_class_inputs_are_what_they_say():
-    normal = F.make_inputs(F.make_case(F.SMALL))
     shifted = F.make_inputs(F.make_case(F.SMALL, inputs="shifted"))
     subnormal = F.make_inputs(F.make_case(F.SMALL, inputs="subnormal"))
     x = np.asarray(shifted["x"], np.float64)
