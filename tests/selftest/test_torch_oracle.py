@@ -19,8 +19,10 @@ Where torch has no such operator, what stands in (each tested elsewhere):
 - PTO's fillpad / set_validshape (rowexpandmul_fillpad): no torch operator; torch.where over the
   valid-shape mask stands in for it here, torch.mul for the row-broadcast multiply.
 - RoPE (fused_decode q_rope, k_rope): torch has no rotary-embedding operator; here it is computed
-  as Meta's Llama reference does it, a complex multiply by torch.polar(1, angle) (pairs (i, i+D/2),
-  IRON's method_type 0), independent of our rotate-half formula.
+  as Meta's Llama reference does it (meta-llama/llama@57b0eb62 llama/model.py:47,
+  precompute_freqs_cis: torch.polar(ones, angles), then a complex multiply), with the pairs
+  (i, i+D/2) of IRON's method_type 0 instead of Meta's adjacent ones, independent of our
+  rotate-half formula.
 - the decode block's attention (scores, softmax, attention times V with GQA) is compared with
   torch.nn.functional.scaled_dot_product_attention(enable_gqa=True) as one operator.
 """
