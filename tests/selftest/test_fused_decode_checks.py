@@ -80,3 +80,17 @@ def test_statistics_alone_find_a_truncated_output_and_compare_mode_names_them():
     text = str(F.PipelineMismatch(results))
     assert "first divergent step: down_proj" in text and "[statistics: magnitude_bias]" in text
     assert "magnitude bias (mean of sign(expected) * error)" in text and "FAILED" in text
+
+
+def test_odd_block_catches_a_bf16_reciprocal_the_power_of_two_blocks_cannot():
+    """Issue 29 item 10: every default block had n = 64 (1/n exact in bf16); the odd block (n = 48)
+    is the case that catches RMSNorm's 1/n held in bf16, at the first norm."""
+    fault = CF.rmsnorm_bf16_reciprocal
+    for cls in F.CLASSES:
+        case = F.make_case(F.SMALL, inputs=cls)
+        assert _first(case, F.make_inputs(case), fault) is None, cls
+    case = F.make_case(F.SMALL_ODD)
+    inputs = F.make_inputs(case)
+    assert _first(case, inputs) is None
+    first = _first(case, inputs, fault)
+    assert first is not None and first.step.name == "attn_norm"
