@@ -19,12 +19,14 @@ an installed copy of an older version (an editable install of another tree) must
 from __future__ import annotations
 
 import importlib.metadata as md
+import importlib.util
 import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from accel_regress.core import contracts
 from accel_regress.core.backend import Backend
 
 DIST = "accel-regress"
@@ -50,7 +52,54 @@ class Registration:
     source: str     # who registered it: distribution and version, and where its entry points live
 
     def load(self):
-        return md.EntryPoint(self.name, self.value, GROUPS[self.kind]).load()
+        """The registered object. One that cannot be loaded is a RegistrationError naming the
+        distribution, group, name and error; a backend whose own dependency is missing (its
+        toolchain's Python package) raises that ImportError, which makes it unavailable."""
+        try:
+            obj = md.EntryPoint(self.name, self.value, GROUPS[self.kind]).load()
+        except ImportError as exc:
+            if self.kind == "backend" and not _names_the_registration(exc, self.module):
+                raise
+            raise RegistrationError(self.broken(exc)) from None
+        except Exception as exc:       # AttributeError (a typo after ':'), SyntaxError, an error at import
+            raise RegistrationError(self.broken(exc)) from None
+        if self.kind != "backend":    # a backend class is checked once made (get)
+            self.check(obj)
+        return obj
+
+    def check(self, obj) -> None:
+        """Raise RegistrationError naming what ``obj`` lacks of its group's contract (core/contracts.py)."""
+        problems = contracts.problems(self.kind, obj)
+        if self.kind == "family" and isinstance(getattr(obj, "OP", None), str) and obj.OP != self.name:
+            problems.insert(0, f"its OP is {obj.OP!r}, not the name it is registered under")
+        if problems:
+            raise RegistrationError(f"{self.where()} does not meet its contract "
+                                    f"({contracts.describe(self.kind)}): {'; '.join(problems)}")
+
+    @property
+    def module(self) -> str:
+        return self.value.partition(":")[0].strip()
+
+    def where(self) -> str:
+        return f"entry point {self.name} = {self.value} (group {GROUPS[self.kind]}, distribution {self.source})"
+
+    def broken(self, exc: BaseException) -> str:
+        return f"{self.where()} cannot be loaded: {type(exc).__name__}: {exc}"
+
+    def unfindable(self) -> Optional[str]:
+        """Why the registered module cannot be found, without running it (its parent packages
+        are imported); None when it can."""
+        try:
+            found = importlib.util.find_spec(self.module) is not None
+        except Exception as exc:
+            return self.broken(exc)
+        return None if found else self.broken(ModuleNotFoundError(f"No module named {self.module!r}"))
+
+
+def _names_the_registration(exc: ImportError, module: str) -> bool:
+    """An ImportError about the registered module itself (or its package): a typo, not a missing dependency."""
+    name = getattr(exc, "name", None) or ""
+    return bool(name) and (module == name or module.startswith(name + "."))
 
 
 def _checkout_pyproject() -> Optional[Path]:
@@ -154,9 +203,12 @@ def get(name: str) -> Backend:
     reg = backends[name]
     try:
         backend = reg.load()()
-    except Exception as exc:  # an import-time failure is a reason, not a crash of the suite
+    except RegistrationError:
+        raise                 # a typo or a broken contract: the user's to fix, not a SKIP
+    except Exception as exc:  # a missing dependency or a failing constructor: a reason, not a crash of the suite
         return Unavailable(name, f"{reg.value} (registered by {reg.source}) failed to load: "
                                  f"{type(exc).__name__}: {exc}")
+    reg.check(backend)
     backend.name = name
     return backend
 
@@ -165,6 +217,8 @@ def get(name: str) -> Backend:
 def availability(name: str) -> Optional[str]:
     try:
         return get(name).availability()
+    except RegistrationError:
+        raise
     except Exception as exc:
         return f"availability check failed: {type(exc).__name__}: {exc}"
 
@@ -189,3 +243,24 @@ def parse(spec: Optional[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(known)}")
     return names_
+
+
+def broken() -> list[str]:
+    """Every registration that cannot be loaded, each named with its distribution, group, name and
+    error. The registered modules are found without being run (their packages are imported); the
+    backends, which every session loads anyway, are loaded and checked against their contract."""
+    problems = [problem for kind in GROUPS if kind != "backend" for reg in registrations(kind).values()
+                for problem in [reg.unfindable()] if problem]
+    for name in registrations("backend"):
+        try:
+            get(name)
+        except RegistrationError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def check() -> None:
+    """Raise RegistrationError naming every registration that cannot be loaded (a usage error)."""
+    problems = broken()
+    if problems:
+        raise RegistrationError("; ".join(problems))

@@ -29,6 +29,13 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{text!r} is not a fraction between 0 and 1")
+    return value
+
+
 def _string(text: str) -> str:
     return text
 
@@ -45,6 +52,7 @@ class Option:
     repeat: bool = False            # may be given several times (a list)
     path: bool = False              # an ini value is relative to the ini file
     switch: bool = False            # a flag without a value (ini: true/false)
+    const: Any = None               # the value of the flag given bare (its value optional: --flag[=VALUE])
 
     @property
     def flag(self) -> str:
@@ -78,6 +86,10 @@ OPTIONS = (
            path=True),
     Option("no_golden_cache", "", "compute every golden afresh: neither read nor write the golden store "
            "($ACCEL_GOLDEN_CACHE, default ~/.cache/accel-regress/golden)", switch=True, default=False),
+    Option("verify_golden", "FRACTION", "recompute this share of the goldens read from the store and fail "
+           "naming any that differs (bare: every one; CI: 0.05)", _fraction, 0.0, const=1.0),
+    Option("golden_cache_shared", "", "the golden store is shared: accept a folder others can write or own "
+           "(also $ACCEL_GOLDEN_CACHE_SHARED=1)", switch=True, default=False),
 )
 
 
@@ -100,6 +112,7 @@ def pytest_addoption(parser):
             continue
         g.addoption(opt.flag, dest=opt.dest, default=None, metavar=opt.metavar,
                     action="append" if opt.repeat else "store",
+                    **({"nargs": "?", "const": str(opt.const)} if opt.const is not None else {}),
                     help=f"{opt.help} [ini: {opt.ini}]")
         parser.addini(opt.ini, f"{opt.flag} (the command line wins)", type="args" if opt.repeat else "string",
                       default=[] if opt.repeat else None)
@@ -198,8 +211,10 @@ def pytest_configure(config):
         _resolve_feature(config, arg)
     _check_session_timeout(config)
     from accel_regress.golden import store
-    store.configure(enabled=not config.getoption("no_golden_cache"))
+    store.configure(enabled=not config.getoption("no_golden_cache"), verify=config.getoption("verify_golden"),
+                    shared=config.getoption("golden_cache_shared") or None)
     try:
+        registry.check()
         config._accel_hw = registry.parse(config.getoption("hw"))
     except registry.RegistrationError as exc:
         raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
