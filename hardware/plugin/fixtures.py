@@ -98,7 +98,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(specname="pytest_collection_modifyitems")
 def pytest_collection_modifyitems_skip_what_a_backend_cannot_run(config, items):
-    """A backend that cannot run a family at all SKIPs its tests before any input is made."""
+    """A backend that cannot run a family at all SKIPs its tests before any input is made; so does
+    one a test's ``backends(...)`` marker does not name (a check that is a stage of those only)."""
     if not engagement.engaged(config):
         return
     from accel_regress.core import registry
@@ -114,6 +115,9 @@ def pytest_collection_modifyitems_skip_what_a_backend_cannot_run(config, items):
             reason = registry.availability(name)
             said[key] = (f"backend {name} unavailable: {reason}", False) if reason else (_op_reason(name, op), True)
         reason, never = said[key]
+        stage_of = item.get_closest_marker("backends")
+        if stage_of is not None and key[0] not in stage_of.args:
+            reason, never = f"{item.originalname} is a stage of {', '.join(stage_of.args)} only", True
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
             if never:   # the backend can never run this family: NOT_APPLICABLE, not a SKIP that matters
@@ -131,6 +135,8 @@ def pytest_runtest_call(item):
     try:
         return (yield)
     except Unsupported as exc:
+        if exc.never:    # the backend can never run this configuration: NOT_APPLICABLE, not a SKIP
+            item.stash[NOT_APPLICABLE] = str(exc)
         pytest.skip(str(exc))
 
 

@@ -226,6 +226,8 @@ def pytest_configure(config):
         config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
         config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
                                 "family, excluded by default; run with -m input_classes")
+        config.addinivalue_line("markers", "backends(*names): the test is a stage of these backends only; "
+                                "NOT_APPLICABLE on the others")
     for opt in OPTIONS:
         setattr(config.option, opt.dest, _resolve(config, opt))
     for arg in _FEATURE:

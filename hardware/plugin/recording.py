@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -156,29 +155,22 @@ def pytest_runtest_makereport(item, call):
 
 
 def rerun_line(item, backend: Optional[str]) -> str:
-    """The command that reruns exactly this case, with the options that shaped it, from the
-    directory pytest was started in (its test path relative to it, as pytest's own summary)."""
+    """The command that reruns exactly this case, with the options, opt-in markers and
+    environment that shaped it (the same line the summary prints from results.json), from the
+    directory pytest was started in."""
+    from accel_regress.results import summary
     config = item.config
-    from accel_regress.results.summary import rerun_target
-    argv = ["python", "-m", "pytest", rerun_target(item.nodeid, str(config.rootpath), str(config.invocation_params.dir))]
-    if backend:
-        argv += ["--hw", backend]
-    if config.getoption("golden_seed"):
-        argv += ["--golden-seed", str(config.getoption("golden_seed"))]
-    if config.getoption("inject_fault"):
-        argv += ["--inject-fault", config.getoption("inject_fault")]
-    if config.getoption("case_timeout") is not None:
-        argv += ["--case-timeout", f"{config.getoption('case_timeout'):g}"]
-    # The rest of what the summary's rerun line carries (results/summary.py), where not the default.
-    for dest, default in (("repeat", 1), ("expectations", None)):
-        value = config.getoption(dest, default)
-        if value != default:
-            argv += ["--" + dest.replace("_", "-"), str(value)]
-    argv += [f"--{d.replace('_', '-')}" for d in ("ignore_expectations", "run_known_hangs") if config.getoption(d, False)]
-    opt_in = [m for m in ("large", "input_classes") if item.get_closest_marker(m) is not None]
-    if opt_in and engagement.is_ours(item):     # deselected unless -m names them
-        argv += ["-m", " and ".join(opt_in)]
-    return shlex.join(argv)
+    session = {"argv": _session_argv(config), "golden_seed": config.getoption("golden_seed"),
+               "fault": config.getoption("inject_fault"), "env": summary.rerun_env(os.environ),
+               "rootdir": str(config.rootpath), "cwd": str(config.invocation_params.dir)}
+    case = {"nodeid": item.nodeid, "backend": backend, "detail": {"markers": [m.name for m in item.iter_markers()]}}
+    return summary.rerun_line(case, session)
+
+
+def _session_argv(config) -> list:
+    """The session's arguments: pytest's own record of them (an xdist worker gets the
+    controller's; an inline run its own, not the outer process's sys.argv)."""
+    return [str(a) for a in config.invocation_params.args]
 
 
 def _as_result(rec: dict) -> dict:
@@ -222,12 +214,13 @@ def _backends_info(names) -> dict:
 def _open_sink(config) -> None:
     import platform
     import socket
-    from accel_regress.results import record as results
+    from accel_regress.results import record as results, summary
     names = selection.selected(config)
     meta = {"started": config._accel_started, "host": socket.gethostname(),
             "platform": platform.platform(), "python": sys.version.split()[0], "argv": sys.argv[1:],
             "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("inject_fault"),
-            "golden_seed": config.getoption("golden_seed"), "interrupted": False}
+            "golden_seed": config.getoption("golden_seed"), "interrupted": False,
+            "env": summary.rerun_env(os.environ)}
     config._accel_sink = results.Sink(Path(config.getoption("report_dir")), meta, _backends_info(names))
 
 
