@@ -5,8 +5,9 @@ cd "$(dirname "$0")/.."
 
 # qemu-user-static, clang/lld, the riscv64 libc: the qemu-rvv harness. picolibc + qemu-system-misc:
 # the bare-metal (FireSim) harness and its check on qemu's spike machine. chromium: the report check.
+# postgresql: the server the results-history selftests start (initdb in a temporary folder).
 APT_PACKAGES=(qemu-user-static clang-16 lld-16 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
-              picolibc-riscv64-unknown-elf qemu-system-misc chromium)
+              picolibc-riscv64-unknown-elf qemu-system-misc chromium postgresql)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,4 +21,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports,dev]"
+python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports,dev,bisect]"

@@ -5,7 +5,9 @@ against its operator's reference, re-seeded from the backend's own inputs to tha
 failure names the first divergent step and no error accumulates. End to end: the block run as one
 fused program (a second case, same inputs) against the float64 golden of the whole block. A backend whose steps are all right
 alone but whose fused program is wrong has a fusion bug, and the end-to-end failure says so.
-Reference mode (the whole runlist on the CPU, no device) is
+Compare mode runs every input class of the family (families/fused_decode/golden.py CLASSES), and
+each step is judged per element and by its error statistics (``step_model``). Reference mode
+(the whole runlist on the CPU, no device) is
 ``python repros/fused_decode_compare.py --mode reference``.
 """
 import numpy as np
@@ -16,8 +18,15 @@ from accel_regress.families.fused_decode import golden as F
 
 pytestmark = pytest.mark.family(F.OP)
 
-CONFIGS = [pytest.param(F.SMALL, id="small-" + F.SMALL.id),
-           pytest.param(F.LLAMA_3_2_1B, id="llama-3.2-1b-" + F.LLAMA_3_2_1B.id, marks=pytest.mark.large)]
+SIZES = (("small", F.SMALL, (), F.CLASSES), ("small-odd", F.SMALL_ODD, (), ("normal",)),
+         ("llama-3.2-1b", F.LLAMA_3_2_1B, (pytest.mark.large,), F.CLASSES))
+# Every input class on the small block in compare mode (F.CLASSES: what each reaches); end to end
+# and the model's sizes with the normal class, the other classes there with -m input_classes. The
+# odd block (lengths not powers of two, where 1/n is not exact in bf16) with the normal class.
+CONFIGS = [pytest.param((cfg, cls), id=f"{name}-{cfg.id}-{cls}",
+                        marks=marks + ((pytest.mark.input_classes,) if cls != "normal" and marks else ()))
+           for name, cfg, marks, classes in SIZES for cls in classes]
+NORMAL = [p for p in CONFIGS if p.values[0][1] == "normal"]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +36,8 @@ def cfg(request):
 
 @pytest.fixture(scope="module")
 def case(cfg, golden_seed):
-    return F.make_case(cfg, golden_seed, "steps")
+    block, cls = cfg
+    return F.make_case(block, golden_seed, "steps", inputs=cls)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +62,7 @@ def test_compare_mode(run, case, inputs):
         raise F.PipelineMismatch(results)
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, indirect=True)
+@pytest.mark.parametrize("cfg", NORMAL, indirect=True)
 def test_end_to_end(fused_run, run, case, inputs):
     expected, tol = F.end_to_end_expected(case, inputs)
     got = np.asarray(fused_run[F.FUSED_OUTPUT], np.float64)

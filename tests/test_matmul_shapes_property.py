@@ -1,7 +1,8 @@
 """Property: every matmul shape is right, bit for bit, with small-integer bf16 inputs.
 
 (M, K, N) are drawn by hypothesis from a strategy weighted toward tile boundaries: multiples of
-8/16/32/64 and those +-1, +-small remainders, and 1s. When a shape fails (wrong numbers, compile
+8/16/32/64 and those +-1, +-small remainders, and 1s; seed 003's documented failures
+(``SEED_EXAMPLES``) are tried first as explicit examples. When a shape fails (wrong numbers, compile
 error, hang), hypothesis shrinks it to a minimal failing shape and prints it with the command that
 reruns just that shape.
 
@@ -11,7 +12,7 @@ runs on hardware: ``pytest --hypothesis-profile explore`` (hardware/plugin/hypot
 import shlex
 
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
 from accel_regress.golden import assert_close
@@ -36,6 +37,24 @@ def tile_boundary_dims(max_dim: int = MAX_DIM) -> st.SearchStrategy[int]:
 
 shapes = st.tuples(tile_boundary_dims(), tile_boundary_dims(), tile_boundary_dims())
 
+# Seed 003's documented failures, tried first in every run whatever the profile: 25 drawn shapes
+# below 320 reach neither the seed's sizes nor the 256-byte herd extents, so without these the
+# default run passes with the herd-hang fault in (the slow profile found 1x1x128 after 4 minutes).
+# Each keeps the dimension the seed's finding is about and makes the others a tile, so it costs
+# milliseconds where the seed's 2304**3 and 2432**3 would cost seconds on every backend.
+SEED_EXAMPLES = (
+    (512, 512, 640),     # the seed's {512,640}**3 sweep: hangs, N the odd size and M not
+    (1, 1, 128),         # the smallest shape that rule holds for: N*2 B one 256 B herd extent
+    (2304, 64, 64),      # the seed's 2304 square: a DMA wrap remainder (compile error 1)
+    (64, 2432, 64),      # the seed's 2432 square: padded L2 packs (compile error 2)
+)
+
+
+def seed_examples(test):
+    for shape in SEED_EXAMPLES:
+        test = example(shape=shape)(test)
+    return test
+
 
 def rerun_command(hw, shape) -> str:
     argv = ["python", "repros/matmul_2432_sweep.py", "--hw", hw.name, "--shape", "x".join(map(str, shape))]
@@ -56,6 +75,7 @@ def property_hw(hw):
 
 @settings(hypothesis_profiles.active())
 @given(shape=shapes)
+@seed_examples
 def test_matmul_shape_exact(property_hw, shape):
     hw = property_hw
     M, K, N = shape

@@ -116,8 +116,10 @@ def run(case: Case, inputs: Mapping[str, np.ndarray], *, accumulate=None, to_out
 
 def supports_inputs(case: Case):
     """The model holds bfp16 as the device does: an input class bfp16 cannot encode does not apply."""
+    from accel_regress.core.errors import NotApplicable
     from accel_regress.families.gemm_partition_n.golden import format_excludes
-    return format_excludes(case)
+    why = format_excludes(case)
+    return NotApplicable(why) if why else None
 
 
 def timeout(case: Case) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from accel_regress.core.errors import NotApplicable
 from accel_regress.golden.case import Case
 from accel_regress.families.gemm_partition_n.golden import config_of
 from accel_regress.toolchains.iree.program import Program
@@ -19,8 +20,8 @@ ENTRY = "gemm_partition_n"
 
 def unsupported(case: Case) -> Optional[str]:
     if case.params.get("emulate_bfp16", True):
-        return ("IREE computes bf16 x bf16 exactly in f32 and does not emulate bfp16 (IRON's "
-                "emulate_bf16_mmul_with_bfp16); the configurations without it (ids ending -bf16) run here")
+        return NotApplicable("IREE computes bf16 x bf16 exactly in f32 and does not emulate bfp16 (IRON's "
+                             "emulate_bf16_mmul_with_bfp16); the configurations without it (ids ending -bf16) run here")
     return None
 
 

@@ -7,6 +7,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from accel_regress.golden.case import Case
+from accel_regress.core.errors import NotApplicable
 from accel_regress.golden.inputs import CLASSES, class_of
 
 
@@ -60,7 +61,7 @@ class Backend:
         otherwise why not, which the case reports as its SKIP."""
         cls = class_of(case.params)
         if cls not in self.input_classes:
-            return f"{self.name} runs the input classes {', '.join(self.input_classes)}, not {cls!r}"
+            return NotApplicable(f"{self.name} runs the input classes {', '.join(self.input_classes)}, not {cls!r}")
         return None
 
     def versions(self) -> dict[str, str]:

@@ -32,7 +32,19 @@ class CompileError(VerdictError):
 
 
 class Unsupported(Exception):
-    """The backend cannot run this case (a SKIP with the reason), e.g. an operator it lacks."""
+    """The backend cannot run this case (a SKIP with the reason), e.g. an operator it lacks;
+    ``never``: it never can (NOT_APPLICABLE, see NotApplicable)."""
+
+    def __init__(self, *args, never: bool = False):
+        super().__init__(*args)
+        self.never = never
+
+
+class NotApplicable(str):
+    """A reason from ``Backend.supports`` / ``supports_inputs`` that holds for the backend always:
+    the configuration has no meaning there (a RISC-V flag variant on the host) or its data path
+    cannot hold it (inf in a bfp16 block). The case is NOT_APPLICABLE, counted once per family x
+    backend in the summary, not a SKIP that matters."""
 
 
 class SetupError(Exception):

@@ -24,10 +24,10 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from accel_regress.core import contracts
-from accel_regress.core.backend import Backend
+if TYPE_CHECKING:       # imported when a backend is asked for: the pytest plugin reads this module at start-up
+    from accel_regress.core.backend import Backend
 
 DIST = "accel-regress"
 GROUPS = {
@@ -36,7 +36,11 @@ GROUPS = {
     "iree_program": "accel_regress.iree_programs",
     "family": "accel_regress.families",
     "plugin": "accel_regress.plugins",      # name = "module": a pytest plugin a backend or family brings
+    # name = "module": a pytest plugin registered only when a session is the plugin's (no options of
+    # its own; plugin/engagement.py), so that its imports cost a project that never uses it nothing
+    "session_plugin": "accel_regress.session_plugins",
     "command": "accel_regress.commands",    # name = "module:function(argv) -> exit code"
+    "upstream": "accel_regress.upstream",   # name = family or backend id: its part of an upstream bundle
 }
 
 
@@ -69,6 +73,7 @@ class Registration:
 
     def check(self, obj) -> None:
         """Raise RegistrationError naming what ``obj`` lacks of its group's contract (core/contracts.py)."""
+        from accel_regress.core import contracts      # numpy and the golden types: not at start-up
         problems = contracts.problems(self.kind, obj)
         if self.kind == "family" and isinstance(getattr(obj, "OP", None), str) and obj.OP != self.name:
             problems.insert(0, f"its OP is {obj.OP!r}, not the name it is registered under")
@@ -122,15 +127,24 @@ def _checkout_entry_points(path: Path) -> list[tuple[str, str, str, str]]:
 
 
 def _installed_entry_points(skip_own: bool) -> list[tuple[str, str, str, str]]:
+    # One scan of the installed distributions, and each one's metadata read once: the pytest plugin
+    # reads this at start-up in every project of the environment (a scan per group and a metadata
+    # parse per entry point took ~0.3 s).
     out = []
+    every = md.entry_points()
+    named: dict[int, tuple] = {}
     for kind, group in GROUPS.items():
-        for ep in md.entry_points(group=group):
+        for ep in every.select(group=group):
             dist = ep.dist
-            dname = dist.metadata["Name"] if dist is not None else "?"
+            if id(dist) not in named:
+                meta = dist.metadata if dist is not None else None
+                named[id(dist)] = (dist, meta["Name"] if meta is not None else "?",
+                                   meta["Version"] if meta is not None else "?")
+            _, dname, version = named[id(dist)]
             if skip_own and dname is not None and dname.lower().replace("_", "-") == DIST:
                 continue
             where = getattr(dist, "_path", None)
-            source = f"{dname} {dist.version if dist is not None else '?'} (installed{', ' + str(where) if where else ''})"
+            source = f"{dname} {version} (installed{', ' + str(where) if where else ''})"
             out.append((kind, ep.name, ep.value, source))
     return out
 
@@ -175,6 +189,8 @@ def __getattr__(attr):
     # where it can be reported (the plugin's configure, ``python -m accel_regress``), not at import.
     if attr == "KNOWN":
         return {n: r.value for n, r in registrations("backend").items()}
+    if attr == "Unavailable":
+        return _unavailable_class()
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
@@ -185,14 +201,19 @@ def module_for(kind: str, op: str):
     return reg.load() if reg is not None else None
 
 
-class Unavailable(Backend):
-    """Stands for a backend whose module could not even be imported."""
+@lru_cache(maxsize=None)
+def _unavailable_class() -> type:
+    from accel_regress.core.backend import Backend
 
-    def __init__(self, name: str, reason: str):
-        self.name, self._reason = name, reason
+    class Unavailable(Backend):
+        """Stands for a backend whose module could not even be imported."""
 
-    def availability(self) -> Optional[str]:
-        return self._reason
+        def __init__(self, name: str, reason: str):
+            self.name, self._reason = name, reason
+
+        def availability(self) -> Optional[str]:
+            return self._reason
+    return Unavailable
 
 
 @lru_cache(maxsize=None)
@@ -206,7 +227,7 @@ def get(name: str) -> Backend:
     except RegistrationError:
         raise                 # a typo or a broken contract: the user's to fix, not a SKIP
     except Exception as exc:  # a missing dependency or a failing constructor: a reason, not a crash of the suite
-        return Unavailable(name, f"{reg.value} (registered by {reg.source}) failed to load: "
+        return _unavailable_class()(name, f"{reg.value} (registered by {reg.source}) failed to load: "
                                  f"{type(exc).__name__}: {exc}")
     reg.check(backend)
     backend.name = name

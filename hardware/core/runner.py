@@ -21,7 +21,7 @@ import numpy as np
 from accel_regress.golden.case import Case
 from accel_regress.golden.inputs import sha256_of
 from accel_regress.core import faults, registry
-from accel_regress.core.errors import Crash, Unsupported, VerdictError
+from accel_regress.core.errors import Crash, NotApplicable, Unsupported, VerdictError
 
 
 @dataclass
@@ -64,6 +64,8 @@ class Run:
     versions: dict = field(default_factory=dict)
     error: Optional[VerdictError] = None
     skip: Optional[str] = None
+    never: bool = False           # skip is a NotApplicable reason: the backend never runs this case
+    report: dict = field(default_factory=dict)   # what the backend measured (backend_report), isolated or not
     _outputs: Optional[dict] = None
 
     @property
@@ -79,7 +81,7 @@ class Run:
         if observer is not None:
             observer(self)
         if self.skip:
-            raise Unsupported(self.skip)
+            raise Unsupported(self.skip, never=self.never)
         if self.error is not None:
             # A run is read by every test of its case (hardware/core/run_memo.py): a traceback left
             # from an earlier reader would grow with each raise and keep that test's frames alive.
@@ -102,6 +104,13 @@ class Run:
 isolation = None     # accel_regress.core.isolation.Isolation, or None: run in this process
 hang_guard = None    # accel_regress.core.isolation.HangGuard, or None: never stop trying
 devices = None       # accel_regress.core.devices.DeviceLocks, or None: no --devices
+
+
+def backend_report(name: str) -> dict:
+    """What a backend measured in its last run, beyond the outputs (qemu-rvv's cycles and codegen
+    scan, FireSim's slot and console): its ``last_report`` or ``last_record``, in the process that ran it."""
+    backend = registry.get(name)
+    return dict(getattr(backend, "last_report", None) or getattr(backend, "last_record", None) or {})
 
 
 def invoke(job: Job) -> dict[str, np.ndarray]:
@@ -167,7 +176,7 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     if reason is None:
         reason = backend.supports_inputs(case) or backend.supports(case)
     if reason is not None:
-        run.skip = f"{backend_name}: {reason}"
+        run.skip, run.never = f"{backend_name}: {reason}", isinstance(reason, NotApplicable)
         return run
     blocked = hang_guard.blocked(backend_name) if hang_guard is not None else None
     if blocked:
@@ -179,6 +188,8 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     start = time.perf_counter()
     try:
         run._outputs = invoke(job)
+        run.report = dict(getattr(isolation, "last_report", None) or {}) if isolation is not None \
+            else backend_report(backend_name)
     except VerdictError as exc:
         run.error = exc.with_traceback(None)   # raised again where a test reads it: point there
     except Unsupported as exc:

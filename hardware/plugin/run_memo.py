@@ -12,15 +12,16 @@ ask in repetition i is remembered per repetition: every repetition still runs th
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
-import numpy as np
 import pytest
 
-from accel_regress.core import registry, runner
 from accel_regress.core.run_memo import RunMemo
-from accel_regress.golden.case import Case
-from accel_regress.golden.inputs import sha256_of
+
+if TYPE_CHECKING:        # the runner and the goldens load when a case first runs, not at start-up
+    import numpy as np
+
+    from accel_regress.golden.case import Case
 
 active: Optional[RunMemo] = None
 _module: Optional[str] = None       # the test module whose test is running (the memo's tag)
@@ -35,6 +36,7 @@ def default_budget() -> float:
         except ValueError as exc:
             raise pytest.UsageError(f"$ACCEL_RUN_MEMO_BYTES={env!r}: {exc}") from None
         return float("inf") if size is None else size
+    from accel_regress.core import runner
     bound = runner.memory_budget() or 8 << 30
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
     return bound // 4 // max(1, workers)
@@ -68,6 +70,7 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 def _device(backend: str) -> Optional[str]:
+    from accel_regress.core import registry, runner
     locks, resource = runner.devices, registry.get(backend).device_resource
     held = locks.held.get(resource) if locks is not None and resource else None
     return held[0] if held else None
@@ -81,6 +84,8 @@ def _repetition() -> Optional[int]:
 def run_case(backend: str, case: Case, inputs: Mapping[str, np.ndarray], *,
              fault: Optional[str] = None, timeout_s: Optional[float] = None):
     """``runner.run_case``, once per distinct case: later asks get the first run's result."""
+    from accel_regress.core import runner
+    from accel_regress.golden.inputs import sha256_of
     def run():
         return runner.run_case(backend, case, inputs, fault=fault, timeout_s=timeout_s)
     if active is None:

@@ -28,6 +28,10 @@ Policy file (TOML; see policy/release.toml)::
     blocks = true
     [failures]
     pre_existing_block = true        # failures that also failed in the baseline still block
+    [flaky]                          # with --baseline history (hardware/results/history/baseline.py)
+    bound = 0.1                      # a failure whose flip rate is above this is known flaky ...
+    window = 20                      # ... over the last N runs of its device
+    blocks = false                   # known-flaky failures are reported with their rate, not blocking
 """
 from __future__ import annotations
 
@@ -60,6 +64,9 @@ class Policy:
     slow_min_s: float = 1.0
     slow_blocks: bool = True
     pre_existing_block: bool = True
+    flaky_bound: float = 0.1
+    flaky_window: int = 20
+    flaky_blocks: bool = False
     source: str = "default policy (every backend the session asked for must run)"
 
 
@@ -67,10 +74,12 @@ def load_policy(path: Path) -> Policy:
     path = Path(path)
     doc = schemas.load_toml(path, "policy", PolicyError)     # hardware/results/schemas/policy.schema.json
     req, slow, fail = doc.get("required", {}), doc.get("slowdown", {}), doc.get("failures", {})
+    flaky = doc.get("flaky", {})
     p = Policy(backends=req.get("backends"), markers=req.get("markers", []), families=req.get("families", []),
                slow_factor=float(slow.get("factor", 2.0)), slow_min_s=float(slow.get("min_seconds", 1.0)),
                slow_blocks=slow.get("blocks", True), pre_existing_block=fail.get("pre_existing_block", True),
-               source=str(path))
+               flaky_bound=float(flaky.get("bound", 0.1)), flaky_window=int(flaky.get("window", 20)),
+               flaky_blocks=flaky.get("blocks", False), source=str(path))
     return p
 
 
@@ -151,7 +160,8 @@ class Verdict:
 
 
 def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Policy] = None,
-             allow_fault: bool = False) -> Verdict:
+             allow_fault: bool = False, known_flaky: Optional[dict] = None) -> Verdict:
+    """``known_flaky``: {(test key, device): why} of failures the history knows as flaky."""
     policy = policy or Policy()
     now = _index(data)
     base = _index(baseline) if baseline else {}
@@ -170,6 +180,13 @@ def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Polic
 
     # Failures, split by what the baseline said.
     failing = sorted(k for k, c in now.items() if c["verdict"] in FAILURES)
+    known = [k for k in failing if k in (known_flaky or {})]
+    if known:
+        line = (f"{len(known)} failure(s) known flaky in the history (flip rate above {policy.flaky_bound:g} "
+                f"over the last {policy.flaky_window} runs): " +
+                _listing(known, lambda k: f"{now[k]['verdict']} {_name(k)}: {known_flaky[k]}"))
+        (reasons if policy.flaky_blocks else notes).append(line)
+        failing = [k for k in failing if k not in known]
     flaky = [k for k in failing if now[k]["verdict"] == verdicts.FLAKY
              and (base.get(k) or {}).get("verdict") != verdicts.FLAKY]
     if flaky:
@@ -290,18 +307,34 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m accel_regress gate",
                                 description="Ship (exit 0) or not (exit 1), and why.")
     p.add_argument("results", help="this run's results.json (one runner's, or merged)")
-    p.add_argument("--baseline", help="an earlier results.json to compare with")
+    p.add_argument("--baseline", help="an earlier results.json to compare with, or 'history': each device's "
+                                      "previous run in the results history, and its known-flaky failures")
+    p.add_argument("--history", default=None, metavar="PATH|URL",
+                   help="the history --baseline history reads (default: $ACCEL_HISTORY, else the user data folder's)")
     p.add_argument("--policy", help="release policy TOML (default: every backend the session asked for must run)")
     p.add_argument("--allow-fault", action="store_true",
                    help="gate a run with an injected fault anyway (default: such a run is refused)")
     args = p.parse_args(argv)
     try:
         data = results.load(Path(args.results))
-        baseline = results.load(Path(args.baseline)) if args.baseline else None
+        from_history = args.baseline == "history" and not Path(args.baseline).exists()
+        baseline = results.load(Path(args.baseline)) if args.baseline and not from_history else None
         policy = load_policy(Path(args.policy)) if args.policy else None
     except (results.ResultsError, PolicyError) as exc:
         print(f"gate: {exc}", file=sys.stderr)
         return 2
-    verdict = evaluate(data, baseline, policy, allow_fault=args.allow_fault)
+    known, note = None, None
+    if from_history:
+        from accel_regress.results.history.baseline import HistoryError, from_history as history_inputs
+        p0 = policy or Policy()
+        try:    # --allow-fault: the history's fault runs count too (they stand for a flaky or broken device)
+            baseline, known, note = history_inputs(data, args.history, FAILURES, p0.flaky_bound, p0.flaky_window,
+                                                   with_faults=args.allow_fault)
+        except HistoryError as exc:
+            print(f"gate: {exc}", file=sys.stderr)
+            return 2
+    verdict = evaluate(data, baseline, policy, allow_fault=args.allow_fault, known_flaky=known)
+    if note:
+        verdict.notes.insert(0, note)
     print(verdict.text())
     return 0 if verdict.ship else 1

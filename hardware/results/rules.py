@@ -8,12 +8,15 @@ For every bad verdict V in it, ``find`` searches formulas over atoms on single d
     d <= c, d > c    (c a value seen in the table)
 
 in order of simplicity: one atom, a conjunction of two, of three, then a disjunction of two or
-three atoms, and returns the first that is true on exactly the rows with verdict V (SKIP rows are left out:
+three atoms, then the two mixed forms of three atoms, ``a and (b or c)`` and ``a or (b and c)``,
+and returns the first that is true on exactly the rows with verdict V (SKIP rows are left out:
 they say nothing). Simplicity is a cost: equality atoms cost 1, the others 2, plus, once per
 distinct constant, the bits needed to name it (log2 of the values seen in that dimension, at least
 1; log2 of the 12 moduli); ties go to constants with fewer trailing zero bits (the "odd" size, the one a tiling
 bug is about: 640 = 5*2**7 over 512 = 2**9), then to the text. Over seed 003's table this gives
-"HANG iff N == 640 and M != 640". No formula of at most three atoms: "no simple rule fits".
+"HANG iff N == 640 and M != 640". No formula of at most three atoms: "no simple rule fits", with the
+nearest one: the formula of at most two atoms (a conjunction or a disjunction) that the fewest
+shapes contradict, and those shapes.
 """
 from __future__ import annotations
 
@@ -64,6 +67,12 @@ class Rule:
     def condition(self) -> str:
         if not self.clauses:
             return "always"
+        if len(self.clauses) == 2 and all(len(c) == 2 for c in self.clauses):
+            shared = set(self.clauses[0]) & set(self.clauses[1])
+            if len(shared) == 1:           # a and (b or c), as found
+                (a,) = shared
+                b, c = (next(x for x in clause if x != a) for clause in self.clauses)
+                return f"{a.text(self.names)} and ({b.text(self.names)} or {c.text(self.names)})"
         parts = [" and ".join(a.text(self.names) for a in _ordered(c)) for c in self.clauses]
         return parts[0] if len(parts) == 1 else " or ".join(f"({p})" if " and " in p else p for p in parts)
 
@@ -82,6 +91,7 @@ class Finding:
     names: tuple
     rules: list = field(default_factory=list)        # one Rule per bad verdict that has one
     no_rule: dict = field(default_factory=dict)      # verdict -> how many rows, when none fits
+    nearest: dict = field(default_factory=dict)      # verdict -> (Rule, [(dims, verdict) it gets wrong])
     rows: int = 0
     skipped: int = 0
 
@@ -100,6 +110,11 @@ class Finding:
         for verdict, n in self.no_rule.items():
             out.append(f"rule: no simple rule fits {verdict} ({n} of {self.rows} shapes; "
                        f"no condition of at most {MAX_ATOMS} atoms on {', '.join(self.names)} separates them)")
+            if verdict in self.nearest:
+                rule, wrong = self.nearest[verdict]
+                shown = ", ".join(f"{'x'.join(map(str, d))} {v}" for d, v in wrong[:8])
+                more = f" and {len(wrong) - 8} more" if len(wrong) > 8 else ""
+                out.append(f"  nearest: {rule.text}, with {len(wrong)} exception(s): {shown}{more}")
         if self.skipped:
             out.append(f"({self.skipped} skipped shapes left out)")
         return out
@@ -191,6 +206,54 @@ def _search(rows: list[tuple], target: int, atoms: list[Atom], max_atoms: int) -
                     best = cand
         if best is not None:
             return best
+    if max_atoms >= 3:
+        best = _mixed(target, full, masks)
+    return best
+
+
+def _mixed(target: int, full: int, masks: dict) -> Optional[tuple]:
+    """The cheapest ``a and (b or c)`` or ``a or (b and c)`` (as clauses: a disjunction of
+    conjunctions) whose truth mask is ``target``."""
+    best = None
+    items = list(masks.items())
+    for ma, a in items:
+        if ma & target == target:          # a and (b or c): b, c stay inside the target within a
+            inside = [(m, x) for m, x in items if x is not a and m & ma & ~target == 0 and m & target]
+            for (mb, b), (mc, c) in itertools.combinations(inside, 2):
+                if (mb | mc) & ma == target:
+                    cand = ((a, b), (a, c))
+                    if best is None or _key(cand) < _key(best):
+                        best = cand
+        if ma & ~target == 0:              # a or (b and c): b and c together add the rest
+            rest = target & ~ma
+            cover = [(m, x) for m, x in items if x is not a and m & rest == rest]
+            for (mb, b), (mc, c) in itertools.combinations(cover, 2):
+                if (mb & mc) | ma == target:
+                    cand = ((a,), (b, c))
+                    if best is None or _key(cand) < _key(best):
+                        best = cand
+    return best
+
+
+def _nearest(rows: list[tuple], target: int, atoms: list[Atom]) -> tuple:
+    """The formula of at most two atoms (one, a conjunction or a disjunction of two) that the
+    fewest rows contradict, cheapest first among equals: (clauses, mask of the rows it gets wrong)."""
+    full = (1 << len(rows)) - 1
+    masks = {}
+    for a in atoms:
+        m = _mask(a, rows)
+        if 0 < m < full and (m not in masks or _key(((a,),)) < _key(((masks[m],),))):
+            masks[m] = a
+    best, best_rank = None, None
+    items = list(masks.items())
+    cands = [(m, ((a,),)) for m, a in items]
+    for (m1, a1), (m2, a2) in itertools.combinations(items, 2):
+        cands += [(m1 & m2, ((a1, a2),)), (m1 | m2, ((a1,), (a2,)))]
+    for m, clauses in cands:
+        wrong = m ^ target
+        rank = (bin(wrong).count("1"),) + _key(clauses)
+        if best_rank is None or rank < best_rank:
+            best, best_rank = (clauses, wrong), rank
     return best
 
 
@@ -219,6 +282,11 @@ def find(table: Mapping[tuple, str], names: Sequence[str] = ("M", "K", "N"),
         clauses = _search(rows, target, atoms, max_atoms)
         if clauses is None:
             finding.no_rule[verdict] = bin(target).count("1")
+            near = _nearest(rows, target, atoms)
+            if near is not None:
+                near_clauses, wrong = near
+                finding.nearest[verdict] = (Rule(verdict, near_clauses, names),
+                                            [(rows[i], verdicts[i]) for i in range(len(rows)) if wrong >> i & 1])
         else:
             finding.rules.append(Rule(verdict, clauses, names))
     return finding

@@ -3,8 +3,10 @@ of a run with an injected fault), then the family x backend table, what did not 
 the SKIPs that matter, and every non-passing case with the line that reruns it."""
 from __future__ import annotations
 
+import os
 import shlex
 from collections import Counter
+from pathlib import Path
 from typing import Optional
 
 from accel_regress.core import verdicts
@@ -14,6 +16,19 @@ _LABEL = {verdicts.NOT_APPLICABLE: "N/A"}
 # Options of the session that shape a single case, so its rerun line must carry them.
 _VALUE_OPTIONS = ("--case-timeout", "--repeat", "--worker-memory", "--isolation", "--expectations")
 _FLAG_OPTIONS = ("--ignore-expectations", "--run-known-hangs")
+# Markers that keep a case out of a run unless -m names them (accel_regress/plugin/options.py).
+_OPT_IN_MARKERS = ("large", "input_classes")
+# Environment a case may read: the suite's own ACCEL_* and the toolchains' variables the backends
+# take (README). Not the per-worker device ids, nor ACCEL_HW (the line says --hw).
+_ENV_PREFIXES = ("ACCEL_", "PYPTO_", "PTOAS_", "ASCEND_", "A2A3_", "XRT_")
+_ENV_NAMES = ("PEANO_INSTALL_DIR", "MLIR_AIE_INSTALL_DIR")
+_ENV_NOT = ("ACCEL_DEVICE_", "ACCEL_HW")
+
+
+def rerun_env(environ) -> dict:
+    """The variables of ``environ`` that a rerun line must set again (session["env"])."""
+    return {k: str(v) for k, v in sorted(environ.items())
+            if (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES) and not (k.startswith(_ENV_NOT[0]) or k == _ENV_NOT[1])}
 
 
 def table(summary: dict) -> list[str]:
@@ -42,10 +57,22 @@ def _option(argv: list, name: str) -> Optional[str]:
     return None
 
 
+def rerun_target(nodeid: str, rootdir: Optional[str], cwd: Optional[str]) -> str:
+    """``nodeid`` (its path relative to the rootdir) as a pytest argument that works in ``cwd``,
+    the directory pytest was started in: a run started elsewhere than the rootdir reruns from there."""
+    path, sep, rest = nodeid.partition("::")
+    if not rootdir or not cwd or os.path.abspath(rootdir) == os.path.abspath(cwd):
+        return nodeid
+    return Path(os.path.relpath(os.path.join(rootdir, path), cwd)).as_posix() + sep + rest
+
+
 def rerun_line(case: dict, session: dict) -> str:
-    """One command that runs exactly this case again, with the options that shaped it."""
+    """One command that runs exactly this case again, with the options that shaped it, from the
+    directory the run was started in."""
     argv = [str(a) for a in session.get("argv") or []]
-    cmd = ["python", "-m", "pytest", case["nodeid"]]
+    env = session.get("env") or {}
+    cmd = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
+    cmd += ["python", "-m", "pytest", rerun_target(case["nodeid"], session.get("rootdir"), session.get("cwd"))]
     if case.get("backend"):
         cmd += ["--hw", case["backend"]]
     if session.get("golden_seed"):
@@ -57,8 +84,12 @@ def rerun_line(case: dict, session: dict) -> str:
         if value is not None:
             cmd += [name, value]
     cmd += [f for f in _FLAG_OPTIONS if f in argv]
-    if "large" in ((case.get("detail") or {}).get("markers") or []):
-        cmd += ["-m", "large"]
+    markers = (case.get("detail") or {}).get("markers") or []
+    opt_in = [m for m in _OPT_IN_MARKERS if m in markers]
+    if opt_in and _option(argv, "-m") is None:
+        cmd += ["-m", " or ".join(opt_in)]
+    elif _option(argv, "-m") is not None:
+        cmd += ["-m", _option(argv, "-m")]
     return shlex.join(cmd)
 
 
@@ -95,12 +126,16 @@ def skips(cases: list[dict], limit: int = 8) -> list[str]:
 
 def not_applicable(cases: list[dict]) -> list[str]:
     """One line per family x backend that can never run, however many cases that is."""
-    seen: dict[tuple, list] = {}
+    seen: dict[tuple, Counter] = {}
     for c in cases:
         if c["verdict"] == verdicts.NOT_APPLICABLE:
             key = (c.get("family") or "?", c.get("backend") or "-")
-            seen.setdefault(key, [0, _first(c.get("message"))])[0] += 1
-    return [f"not applicable: {fam} on {backend} ({n} cases): {why}" for (fam, backend), (n, why) in sorted(seen.items())]
+            seen.setdefault(key, Counter())[_first(c.get("message"))] += 1
+    out = []
+    for (fam, backend), why in sorted(seen.items()):
+        more = f" (and {len(why) - 1} other reason(s): results.json)" if len(why) > 1 else ""
+        out.append(f"not applicable: {fam} on {backend} ({sum(why.values())} cases): {why.most_common(1)[0][0]}{more}")
+    return out
 
 
 def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:

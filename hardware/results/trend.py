@@ -9,6 +9,10 @@ report of that folder embeds (``python -m accel_regress report``).
 
 Pass rate: PASS over the cases that ran (SKIP and NOT_APPLICABLE left out); a known bug that
 failed as expected (XFAIL) is not a pass.
+
+A run with an injected fault (``--inject-fault``) proves the checks; it is not a night of the
+device. It is left out, with a note naming it and its fault, unless ``--allow-fault``; then its
+label says ``fault X injected`` wherever it appears.
 """
 from __future__ import annotations
 
@@ -51,7 +55,7 @@ def _files(args: list[str]) -> tuple[list[Path], list[str]]:
     return files, notes
 
 
-def load_runs(args: list[str]) -> tuple[list[Run], list[str]]:
+def load_runs(args: list[str], allow_fault: bool = False) -> tuple[list[Run], list[str]]:
     files, notes = _files(args)
     runs = []
     for path in files:
@@ -62,7 +66,13 @@ def load_runs(args: list[str]) -> tuple[list[Run], list[str]]:
             continue
         s = data.get("session") or {}
         started = str(s.get("started") or "")
-        runs.append(Run(path, f"{started or '?'} on {s.get('host') or '?'} ({path})", started, data))
+        label = f"{started or '?'} on {s.get('host') or '?'} ({path})"
+        if s.get("fault"):
+            if not allow_fault:
+                notes.append(f"left out: {path}: fault {s['fault']} injected, not a release run (--allow-fault keeps it)")
+                continue
+            label += f" [fault {s['fault']} injected]"
+        runs.append(Run(path, label, started, data))
     runs.sort(key=lambda r: (r.started, str(r.path)))
     return runs, notes
 
@@ -151,8 +161,10 @@ def main(argv=None) -> int:
                                             "with the versions on either side; a pass-rate plot.")
     p.add_argument("inputs", nargs="+", metavar="DIR_OR_FILE", help="results.json files, or folders holding them")
     p.add_argument("--out", default=None, help="folder for trend.md and trend.png (a report folder embeds them)")
+    p.add_argument("--allow-fault", action="store_true",
+                   help="keep runs with an injected fault (labelled so); by default they are left out with a note")
     args = p.parse_args(argv)
-    runs, notes = load_runs(args.inputs)
+    runs, notes = load_runs(args.inputs, allow_fault=args.allow_fault)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if not runs:

@@ -6,6 +6,13 @@ import torch  # noqa: F401
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _no_user_history(monkeypatch):
+    """The sessions a selftest starts go into no results history unless the test names one (its
+    --history): never into the user's own."""
+    monkeypatch.setenv("ACCEL_HISTORY", "none")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "selftest" in item.nodeid.split("::")[0]:

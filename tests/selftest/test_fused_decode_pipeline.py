@@ -62,13 +62,13 @@ def test_generic_fault_is_attributed_to_the_step_it_touched(small):
 
 
 def test_fusion_bug_is_named(small, pytester_fused):
-    result = pytester_fused("--inject-fault", f"{FIXTURE}:corrupt_fused_only")
+    result = pytester_fused("--inject-fault", f"{FIXTURE}:corrupt_fused_only", "-k", "H64 and T15-normal")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*fusion bug: every step is right when run alone*"])
 
 
 def test_compare_mode_failure_shows_the_step_table(pytester_fused):
-    result = pytester_fused("--inject-fault", "fused-softmax-no-max")
+    result = pytester_fused("--inject-fault", "fused-softmax-no-max", "-k", "H64 and T15-normal")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*first divergent step: attn_softmax (softmax -> probs)*",
                                  "*attn_softmax*<- first divergent step*"])

@@ -92,7 +92,9 @@ def test_test_fused_decode_passes_on_the_standins(iron, tmp_path):
            "--report-dir", str(tmp_path / "reports")]
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "2 passed" in result.stdout
+    # small: compare mode of 3 input classes and end to end; the odd block's compare mode is the
+    # known bf16 attention scale (expectations/npu.toml), its end to end passes
+    assert "5 passed, 4 deselected, 1 xfailed" in result.stdout
 
 
 def test_a_stale_step_fails_compare_mode_at_that_step(iron, monkeypatch):

@@ -129,12 +129,13 @@ def test_every_option_from_the_ini_file_command_line_wins(suite):
 def test_every_failure_ends_with_its_rerun_line(suite):
     args = (*FAULT, "--golden-seed", "5", "--case-timeout", "30", "-k", "C1")
     res = suite.runpytest(*args)
+    # The session's options that shape a case, --isolation among them (the same line as the summary's)
     want = ("python -m pytest 'test_small.py::test_partition[emu-C1]' --hw emu --golden-seed 5 "
-            "--inject-fault iron-gemm-stale-dma --case-timeout 30")
+            "--inject-fault iron-gemm-stale-dma --case-timeout 30 --isolation none")
     res.stdout.fnmatch_lines(["*- rerun this case -*", want])
     case = next(c for c in _results(suite)["cases"] if c["verdict"] == "FAIL")
     assert case["rerun"] == want
-    again = suite.runpytest(*shlex.split(want)[3:], "--isolation", "none")
+    again = suite.runpytest(*shlex.split(want)[3:])
     again.assert_outcomes(failed=1)
 
 

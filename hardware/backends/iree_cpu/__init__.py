@@ -16,7 +16,7 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core.backend import Backend
-from accel_regress.core.errors import Crash
+from accel_regress.core.errors import Crash, NotApplicable
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import (
     Program,
@@ -80,11 +80,11 @@ class IreeCpuBackend(Backend):
             return reason
         variant, vlen = riscv_target(case)
         if variant not in HOST_VARIANTS:
-            return (f"RISC-V flag variant {variant!r} has no meaning on the host; "
-                    f"iree-cpu runs the {riscv.BASELINE_VARIANT!r} case of the same kind and shape")
+            return NotApplicable(f"RISC-V flag variant {variant!r} has no meaning on the host; "
+                                 f"iree-cpu runs the {riscv.BASELINE_VARIANT!r} case of the same kind and shape")
         if vlen not in HOST_VLENS:
-            return (f"VLEN {vlen} is a simulator setting; iree-cpu runs the VLEN {riscv.BASELINE_VLEN} "
-                    "case of the same kind and shape")
+            return NotApplicable(f"VLEN {vlen} is a simulator setting; iree-cpu runs the VLEN "
+                                 f"{riscv.BASELINE_VLEN} case of the same kind and shape")
         return None
 
     def versions(self) -> dict[str, str]:

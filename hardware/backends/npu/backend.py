@@ -17,7 +17,7 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core.backend import Backend
-from accel_regress.core.errors import Crash, Unsupported
+from accel_regress.core.errors import Crash, NotApplicable, Unsupported
 from accel_regress.backends.npu import device, fused, iron_runner, manifest, xrt_runner
 
 MODE_ENV = "ACCEL_NPU_MODE"
@@ -113,7 +113,8 @@ class NpuBackend(Backend):
         NaN or subnormals: those input classes run only on its bf16 path (emulate_bfp16=False)."""
         if case.op == "gemm_partition_n":
             from accel_regress.families.gemm_partition_n.golden import format_excludes
-            return format_excludes(case)
+            why = format_excludes(case)
+            return NotApplicable(why) if why else None
         return super().supports_inputs(case)
 
     def supports(self, case: Case) -> Optional[str]:

@@ -87,6 +87,7 @@ def _remove_orphans(root: Path, remove=transfer.remove) -> None:
 class Isolation:
     def __init__(self, bounds: Bounds = Bounds(), preload: Iterable[str] = (), root: Optional[Path] = None):
         self.bounds = bounds
+        self.last_report: dict = {}      # the backend's report of the last run that returned outputs
         # $ACCEL_ISOLATION_PRELOAD (comma-separated modules) adds site modules every worker needs.
         extra = [m for m in os.environ.get("ACCEL_ISOLATION_PRELOAD", "").split(",") if m.strip()]
         self.preload = list(dict.fromkeys([*BASE_PRELOAD, *preload, *extra]))
@@ -404,6 +405,7 @@ class Isolation:
             print(f"accel-regress: {job.case.id}: processes its run started could not be ended: "
                   f"{'; '.join(reply['unreaped'])}", file=sys.stderr)
         if reply.get("ok"):
+            self.last_report = reply.get("report") or {}
             return transfer.read_arrays(reply["outputs"], unlink=True)
         output = _tail(self._log_from(worker, offset), self.bounds.tail_lines)
         if "error" in reply:

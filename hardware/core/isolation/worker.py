@@ -47,7 +47,8 @@ def _run(msg: dict) -> dict:
     try:
         outputs = runner.execute(job)
         index = transfer.write_arrays(Path(msg["folder"]), "out", outputs)
-        return {"ok": True, "outputs": index, "run_s": time.perf_counter() - start}
+        return {"ok": True, "outputs": index, "run_s": time.perf_counter() - start,
+                "report": _jsonable(runner.backend_report(job.backend))}
     except VerdictError as exc:
         return {"error": {"verdict": exc.verdict, "message": exc.message, "stage": exc.stage,
                           "detail": _jsonable(exc.detail)}}

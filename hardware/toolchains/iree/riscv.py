@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from accel_regress.core.errors import NotApplicable
+
 BASE_FEATURES = "+m,+a,+f,+d,+c"
 BASELINE_VARIANT = "v"
 BASELINE_VLEN = 256
@@ -61,7 +63,8 @@ def check_vlen(name: str, vlen: int) -> Optional[str]:
     if vlen not in VLENS:
         return f"VLEN {vlen} is not one of {VLENS}"
     if vlen < v.min_vlen:
-        return f"variant {name} assumes VLEN >= {v.min_vlen}; running it at VLEN {vlen} would be wrong code, not a bug"
+        return NotApplicable(f"variant {name} assumes VLEN >= {v.min_vlen}; running it at VLEN {vlen} would be "
+                             "wrong code, not a bug")
     return None
 
 

@@ -1,0 +1,157 @@
+"""The history part of the pytest plugin (its options: history/options.py), registered when a
+session engages: ``--history``, ``--history-revision``, ``--history-runner``, ``--shard I/N``.
+
+At the end of a session (in the controller only, so once under xdist), after results.json is
+written, the run goes into the history and history.html is written next to the reports. A history
+that cannot be written (corrupt, locked past the timeout, newer schema, unreachable) is one
+warning line: results.json is already on disk. The session's revision, runner label and policy
+go into results.json's session too, so an import of the file later stores the same run."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from accel_regress.results.history.location import HistoryError, describe, resolve
+
+REVISION_ENV = ("GITHUB_SHA", "CI_COMMIT_SHA", "BUILDKITE_COMMIT", "GIT_COMMIT")
+RUNNER_ENV = ("RUNNER_NAME", "CI_RUNNER_DESCRIPTION", "BUILDKITE_AGENT_NAME", "NODE_NAME")
+
+
+def _first_env(names) -> str | None:
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config):
+    from accel_regress.results.history import shard
+    config._accel_history = resolve(config.getoption("history"))
+    config._accel_history_status = None
+    spec = config.getoption("shard")
+    config._accel_shard = None
+    if not spec:
+        return
+    try:
+        config._accel_shard = shard.parse(spec)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--shard: {exc}") from None
+    if _is_worker(config):
+        config._accel_durations = {tuple(k): v for k, v in config.workerinput.get("accel_durations", [])}
+        config._accel_durations_note = config.workerinput.get("accel_durations_note", "")
+    else:
+        config._accel_durations, config._accel_durations_note = _durations(config._accel_history)
+
+
+def _durations(location) -> tuple[dict, str]:
+    if location is None:
+        return {}, "no history (--history none): balanced by test count"
+    try:
+        from accel_regress.results.history.questions import durations
+        from accel_regress.results.history.store import History
+        history = History(location, create=False)
+        try:
+            found = durations(history)
+        finally:
+            history.close()
+        return found, f"balanced by {len(found)} durations from {describe(location)}"
+    except HistoryError as exc:
+        return {}, f"balanced by test count: {exc}"
+    except Exception as exc:
+        return {}, f"balanced by test count: history {describe(location)}: {type(exc).__name__}: {exc}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist: every worker splits with the controller's durations (the same split everywhere)."""
+    config = node.config
+    if getattr(config, "_accel_shard", None):
+        node.workerinput["accel_durations"] = [[list(k), v] for k, v in config._accel_durations.items()]
+        node.workerinput["accel_durations_note"] = config._accel_durations_note
+
+
+@pytest.hookimpl(trylast=True)      # after -k / -m and the other plugins have deselected
+def pytest_collection_modifyitems(session, config, items):
+    if not getattr(config, "_accel_shard", None) or not items:
+        return
+    from accel_regress.results.history import shard
+    from accel_regress.results.keys import test_key
+    i, n = config._accel_shard
+    keys, seconds = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("hw") if callspec else None
+        keys.append(item.nodeid)
+        seconds.append(config._accel_durations.get((test_key(item.nodeid, backend), backend or "")))
+    shards = shard.assign(keys, seconds, n)
+    loads = shard.loads(seconds, shards, n)
+    keep = [it for it, s in zip(items, shards) if s == i - 1]
+    drop = [it for it, s in zip(items, shards) if s != i - 1]
+    config._accel_shard_line = (f"shard {i}/{n}: {len(keep)} of {len(items)} tests, ~{loads[i - 1]:.1f} s of "
+                                f"~{sum(loads):.1f} s ({config._accel_durations_note})")
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_report_header(config):
+    if getattr(config, "_accel_shard", None):
+        i, n = config._accel_shard
+        return [f"accel-regress: shard {i}/{n}, {config._accel_durations_note}"]
+    return []
+
+
+@pytest.hookimpl(trylast=True)      # after recording made the results sink
+def pytest_sessionstart(session):
+    config = session.config
+    sink = getattr(config, "_accel_sink", None)
+    if sink is None or _is_worker(config):
+        return
+    extra = {"revision": config.getoption("history_revision") or _first_env(REVISION_ENV),
+             "runner": config.getoption("history_runner") or _first_env(RUNNER_ENV),
+             "policy": config.getoption("gate_policy", None)}
+    sink.session.update({k: v for k, v in extra.items() if v})
+
+
+def store_run(config, data: dict, report_dir: Path) -> str:
+    """Ingest ``data`` and write history.html; the one line the terminal shows."""
+    location = config._accel_history
+    if location is None:
+        return ""
+    from accel_regress.results.history import dashboard
+    from accel_regress.results.history.store import History
+    history = History(location, create=True)
+    try:
+        stored = history.ingest(data, source=str(Path(report_dir) / "results.json"))
+        key, new, n = stored[0]
+        page = dashboard.write(history, Path(report_dir) / "history.html",
+                               with_faults=bool((data.get("session") or {}).get("fault")))
+    finally:
+        history.close()
+    what = "stored" if new else "already stored"
+    return f"history: run {key[:9]} {what} in {history.where} ({n} cases); dashboard {page}"
+
+
+def pytest_accel_regress_session_finished(config, data, report_dir):
+    try:
+        config._accel_history_status = (store_run(config, data, report_dir), False)
+    except HistoryError as exc:
+        config._accel_history_status = (f"history: not written ({exc}); results.json is written", True)
+    except Exception as exc:      # never cost the session its results: one line, no traceback
+        where = describe(config._accel_history or "")
+        config._accel_history_status = (f"history: not written (history {where}: {type(exc).__name__}: "
+                                        f"{' '.join(str(exc).split())[:300]}); results.json is written", True)
+    line, warn = config._accel_history_status
+    if warn and config.pluginmanager.get_plugin("terminalreporter") is None:
+        print(f"accel-regress: {line}", file=sys.stderr)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    status = getattr(config, "_accel_history_status", None)
+    if status and status[0]:
+        line, warn = status
+        terminalreporter.write_line(("WARNING " if warn else "") + line, yellow=warn)
