@@ -54,7 +54,8 @@ def test_every_family_runs_each_distinct_case_once(tmp_path):
     assert set(ran) == FAMILIES, f"families with backend runs: {sorted(ran)}; tests: {dict(tests)}"
     assert not _repeats(runs), "a case ran more than once:\n" + "\n".join(_repeats(runs))
     verdicts = Counter(c["verdict"] for c in results["cases"])
-    assert set(verdicts) == {"PASS"}, f"{dict(verdicts)}\n{proc.stdout[-3000:]}"
+    # (the RVV codegen check the row_sum selection also names is NOT_APPLICABLE on emu: no run)
+    assert set(verdicts) <= {"PASS", "NOT_APPLICABLE"} and verdicts["PASS"], f"{dict(verdicts)}\n{proc.stdout[-3000:]}"
     # two P4 configurations (bfp16, bf16), 10 tests each reading one P4 run and 4 standalone runs;
     # pytest sets the module fixture up again for test_partition's parameters
     assert tests["gemm_partition_n"] == 20 and ran["gemm_partition_n"] == 10, (dict(tests), dict(ran))
