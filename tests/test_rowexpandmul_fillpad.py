@@ -14,7 +14,7 @@ import pytest
 from accel_regress.golden import census, store
 from accel_regress.families.rowexpandmul_fillpad import golden as tiles
 from accel_regress.golden import inputs as classes
-from accel_regress.core import runner
+from accel_regress.plugin import run_memo
 from accel_regress.core.budget import skip_on_simulator
 
 pytestmark = pytest.mark.family(tiles.OP)
@@ -88,15 +88,12 @@ def test_padded_region(run, cfg):
 # --- a2a3 against a2a3sim --------------------------------------------------------------------
 
 _PAIR = ("a2a3", "a2a3sim")
-_runs: dict = {}
 
 
 def _run_on(config, name, case, inputs):
-    key = (name, case.key)
-    if key not in _runs:
-        _runs[key] = runner.run_case(name, case, inputs, fault=config.getoption("inject_fault"),
-                                     timeout_s=config.getoption("case_timeout"))
-    return _runs[key]
+    # the session's memo: the same run test_tile and test_padded_region read on that backend
+    return run_memo.run_case(name, case, inputs, fault=config.getoption("inject_fault"),
+                             timeout_s=config.getoption("case_timeout"))
 
 
 def pytest_generate_tests(metafunc):

@@ -3,6 +3,7 @@
 The core, one concern per module:
 - ``engagement`` whether a session is the plugin's: installed anywhere, it acts only on its own items
 - ``options``    command-line and ini options, their validation, the backend selection
+- ``run_memo``   each distinct case runs once per session (per xdist worker), whatever the test layout
 - ``fixtures``   the ``hw`` and ``golden_seed`` fixtures and which (test, backend) pairs exist
 - ``isolation``  the isolated runner, bounds and device locks, stop signals and the session timeout
 - ``recording``  one result record per case, results.json / results.jsonl, interrupted cases
@@ -27,6 +28,7 @@ def _registered_plugins() -> list[str]:
 
 pytest_plugins = [
     "accel_regress.plugin.engagement",
+    "accel_regress.plugin.run_memo",                # each distinct case runs once per session (before fixtures: it imports it)
     "accel_regress.plugin.fixtures",
     "accel_regress.plugin.isolation",
     "accel_regress.plugin.recording",

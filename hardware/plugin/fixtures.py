@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from accel_regress.core.errors import SetupError, Unsupported
-from accel_regress.plugin import engagement, selection
+from accel_regress.plugin import engagement, run_memo, selection
 
 if TYPE_CHECKING:
     from accel_regress.core import runner
@@ -29,8 +29,7 @@ class Hardware:
         self.case_timeout = config.getoption("case_timeout")
 
     def run(self, case: Case, inputs) -> runner.Run:
-        from accel_regress.core import runner
-        return runner.run_case(self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
+        return run_memo.run_case(self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
 
     def __repr__(self) -> str:
         return f"<hw {self.name}>"

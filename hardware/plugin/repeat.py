@@ -202,8 +202,9 @@ def decide(outcomes: list[Outcome]) -> Optional[BaseException]:
         return None
     if len(kinds) == 1:
         exc = outcomes[0].exc
-        if hasattr(exc, "add_note"):
-            exc.add_note(f"--repeat {len(outcomes)}: {outcomes[0].verdict} in every run")
+        note = f"--repeat {len(outcomes)}: {outcomes[0].verdict} in every run"
+        if hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ()):   # a shared run's error: once
+            exc.add_note(note)
         return exc
     n = len(outcomes)
     failed = [o for o in outcomes if o.verdict != verdicts.PASS]

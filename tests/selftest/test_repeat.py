@@ -3,6 +3,7 @@ what differed named, and the gate blocks it; a steady case stays PASS or FAIL.""
 import json
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def _run(tmp_path, *options) -> dict:
     state = tmp_path / "state"
     state.mkdir(exist_ok=True)
     report_dir = tmp_path / "reports"
-    proc = subprocess.run(["python", "-m", "pytest", CASE, "--hw", "emu", "-q", "-p", "no:cacheprovider",
+    proc = subprocess.run([sys.executable, "-m", "pytest", CASE, "--hw", "emu", "-q", "-p", "no:cacheprovider",
                            "-p", "no:randomly", "--report-dir", str(report_dir), *options],
                           cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "ACCEL_FLAKY_DIR": str(state)})
@@ -91,6 +92,6 @@ def test_steady_outcomes_keep_their_verdict(tmp_path, fault, verdict):
 
 
 def test_repeat_must_be_positive(tmp_path):
-    proc = subprocess.run(["python", "-m", "pytest", CASE, "--hw", "emu", "--repeat", "0", "-p", "no:cacheprovider"],
+    proc = subprocess.run([sys.executable, "-m", "pytest", CASE, "--hw", "emu", "--repeat", "0", "-p", "no:cacheprovider"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 4 and "--repeat: must be 1 or more, not 0" in proc.stderr
