@@ -217,7 +217,7 @@ def _open_sink(config) -> None:
     from accel_regress.results import record as results, summary
     names = selection.selected(config)
     meta = {"started": config._accel_started, "host": socket.gethostname(),
-            "platform": platform.platform(), "python": sys.version.split()[0], "argv": sys.argv[1:],
+            "platform": platform.platform(), "python": sys.version.split()[0], "argv": _session_argv(config),
             "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("inject_fault"),
             "golden_seed": config.getoption("golden_seed"), "interrupted": False,
             "env": summary.rerun_env(os.environ)}

@@ -19,16 +19,17 @@ _FLAG_OPTIONS = ("--ignore-expectations", "--run-known-hangs")
 # Markers that keep a case out of a run unless -m names them (accel_regress/plugin/options.py).
 _OPT_IN_MARKERS = ("large", "input_classes")
 # Environment a case may read: the suite's own ACCEL_* and the toolchains' variables the backends
-# take (README). Not the per-worker device ids, nor ACCEL_HW (the line says --hw).
+# take (README). Not the per-worker device ids, nor ACCEL_HW (the line says --hw), nor the results
+# history (where a run is stored, not what it computes).
 _ENV_PREFIXES = ("ACCEL_", "PYPTO_", "PTOAS_", "ASCEND_", "A2A3_", "XRT_")
 _ENV_NAMES = ("PEANO_INSTALL_DIR", "MLIR_AIE_INSTALL_DIR")
-_ENV_NOT = ("ACCEL_DEVICE_", "ACCEL_HW")
+_ENV_NOT = ("ACCEL_DEVICE_", "ACCEL_HISTORY")
 
 
 def rerun_env(environ) -> dict:
     """The variables of ``environ`` that a rerun line must set again (session["env"])."""
     return {k: str(v) for k, v in sorted(environ.items())
-            if (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES) and not (k.startswith(_ENV_NOT[0]) or k == _ENV_NOT[1])}
+            if (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES) and not k.startswith(_ENV_NOT) and k != "ACCEL_HW"}
 
 
 def table(summary: dict) -> list[str]:

@@ -83,12 +83,13 @@ def test_rerun_line_works_from_the_directory_the_run_started_in(suite, monkeypat
     sub.mkdir()
     monkeypatch.chdir(sub)
     res = suite.runpytest(*FAULT, "-k", "C1", str(suite.path / "test_small.py"))
-    want = "python -m pytest '../test_small.py::test_partition[emu-C1]' --hw emu --inject-fault iron-gemm-stale-dma"
+    want = ("python -m pytest '../test_small.py::test_partition[emu-C1]' --hw emu --inject-fault iron-gemm-stale-dma "
+            "--isolation none")
     res.stdout.fnmatch_lines(["*- rerun this case -*", want])
     data = json.loads((sub / "reports" / "results.json").read_text())
     assert [c["rerun"] for c in data["cases"] if c["verdict"] == "FAIL"] == [want]
     assert f"rerun: {want}" in res.stdout.str()     # the summary's problem list says the same
-    again = suite.runpytest(*shlex.split(want)[3:], "--isolation", "none")
+    again = suite.runpytest(*shlex.split(want)[3:])
     again.assert_outcomes(failed=1)
 
 
