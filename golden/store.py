@@ -35,6 +35,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -47,11 +48,14 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from accel_regress.util import regular_file
+
 FORMAT = 1
 MAX_BYTES = 16 << 30                 # on disk
 MEMO_BYTES = 1 << 30                 # in this process
 MIN_SECONDS = 0.02                   # cheaper goldens are recomputed, not read back
 MANIFEST = "manifest.json"
+MANIFEST_MAX_BYTES = 1 << 20         # a manifest lists a few arrays: ~1 KB
 _GOLDEN_DIR = Path(__file__).resolve().parent
 _FAMILIES_DIR = _GOLDEN_DIR.parent / "families"     # the built-in families' golden modules
 # The packages whose dataclasses a manifest may name: golden's own and the built-in families'.
@@ -96,12 +100,21 @@ def root() -> Path:
     return _settings.root or default_root()
 
 
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
 def max_bytes() -> int:
+    """The store's bound: $ACCEL_GOLDEN_CACHE_BYTES (bytes, or with K/M/G/T), else MAX_BYTES. A
+    value that is not a positive size is a ValueError (the plugin's usage error), never a silent
+    default (``abc``, ``1e3``) nor a negative bound."""
     env = os.environ.get("ACCEL_GOLDEN_CACHE_BYTES")
-    try:
-        return int(env) if env else MAX_BYTES
-    except ValueError:
+    if env is None:
         return MAX_BYTES
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", env, re.IGNORECASE)
+    value = int(m.group(1)) * _SIZE_UNITS[m.group(2).upper()] if m else None
+    if not value:
+        raise ValueError(f"$ACCEL_GOLDEN_CACHE_BYTES={env!r}: not a positive size in bytes (e.g. 16G)")
+    return value
 
 
 def clear_memo() -> None:
@@ -351,10 +364,11 @@ def _account(written: int) -> None:
 def _load(entry: Path, label: str):
     manifest = entry / MANIFEST
     try:
-        text = manifest.read_text()
+        # A FIFO or a link to /dev/zero in its place is refused, never waited on or read forever.
+        text = regular_file.read_text(manifest, MANIFEST_MAX_BYTES)
     except FileNotFoundError:
         return _MISS
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         _report(entry, label, f"unreadable manifest ({exc})")
         return _MISS
     try:

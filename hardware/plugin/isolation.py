@@ -47,6 +47,9 @@ def pytest_configure(config):
     try:
         memory = config.getoption("worker_memory")
         memory_bytes = default_memory() if memory == "auto" else parse_size(memory)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--worker-memory: {exc}") from None
+    try:
         pools = devices.parse(config.getoption("devices"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -107,6 +110,8 @@ def pytest_collection(session):
 
 def pytest_keyboard_interrupt(excinfo):
     global stop_reason
+    if stop_reason is None and isinstance(excinfo.value, pytest.Session.Interrupted):
+        stop_reason = str(excinfo.value)     # pytest's own stop ("1 error during collection"): no signal
     stop_reason = stop_reason or "SIGINT"
 
 

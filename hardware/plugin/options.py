@@ -13,13 +13,13 @@ from typing import Any, Callable, Optional
 import pytest
 
 from accel_regress.core import registry
+from accel_regress.core.isolation.bounds import MAX_SECONDS, seconds
 
 
-def _timeout(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{text!r} is not a positive number of seconds")
-    return value
+def _folder(text: str) -> str:
+    if not text.strip():
+        raise ValueError("empty; name a folder (an empty value would write into the current one)")
+    return text
 
 
 def _non_negative_int(text: str) -> int:
@@ -62,9 +62,9 @@ OPTIONS = (
            "apply fault(case, outputs) to every backend result before comparison"),
     Option("golden_seed", "N", "shift every case's input seed (default 0: the pinned inputs)", int, 0),
     Option("case_timeout", "SECONDS",
-           "bound for one backend run (default: the backend's own, per family and size)", _timeout),
+           "bound for one backend run (default: the backend's own, per family and size)", seconds),
     Option("report_dir", "DIR", "where results.json, results.jsonl and junit.xml go (default: reports)",
-           default="reports", path=True),
+           _folder, default="reports", path=True),
     Option("isolation", "MODE", "process (default): every backend run in a warm worker process, so hangs and "
            "crashes become verdicts; none: in the pytest process (for a debugger)",
            default="process", env="ACCEL_ISOLATION", choices=("process", "none")),
@@ -161,8 +161,8 @@ def _check_session_timeout(config) -> None:
     value = config.getoption("session_timeout", None)
     if value is None:
         return
-    if not math.isfinite(value) or value < 0:
-        raise pytest.UsageError(f"--session-timeout: {value!r} is not a number of seconds >= 0")
+    if not math.isfinite(value) or value < 0 or value > MAX_SECONDS:
+        raise pytest.UsageError(f"--session-timeout: {value!r} is not a number of seconds in [0, {MAX_SECONDS:g}]")
 
 
 _LARGE = re.compile(r"\blarge\b")
@@ -198,6 +198,10 @@ def pytest_configure(config):
     from accel_regress.golden import store
     store.configure(enabled=not config.getoption("no_golden_cache"))
     try:
+        store.max_bytes()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    try:
         config._accel_hw = registry.parse(config.getoption("hw"))
     except registry.RegistrationError as exc:
         raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
@@ -208,8 +212,9 @@ def pytest_configure(config):
         from accel_regress.core import faults
         try:
             faults.load(spec)
-        except Exception as exc:
-            raise pytest.UsageError(str(exc)) from None
+        except (Exception, SystemExit) as exc:    # a fault file that calls sys.exit on import too
+            raise pytest.UsageError(str(exc) if isinstance(exc, ValueError) else
+                                    f"--inject-fault {spec}: cannot load it: {type(exc).__name__}: {exc}") from None
     # --collect-only writes no reports (and so leaves the last run's alone).
     if not config.option.xmlpath and not hasattr(config, "workerinput") and not config.option.collectonly:
         config.option.xmlpath = str(Path(config.getoption("report_dir")) / "junit.xml")
