@@ -12,7 +12,8 @@ with a word joiner (GitHub finds mentions in the rendered text, after the escape
 
 A CSV cell that begins with ``= + - @``, a tab or a carriage return is a formula to Excel,
 LibreOffice and Google Sheets (CSV injection): ``csv_cell`` prefixes it with a single quote, as
-OWASP's "CSV Injection" page says to, and the csv module quotes what needs quoting.
+OWASP's "CSV Injection" page says to (ASVS 1.2.10 adds a NUL), and the csv module quotes what
+needs quoting.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import re
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:&$])")
 _BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c]+")
 WORD_JOINER = "\u2060"
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
 
 
 def md_text(value) -> str:
