@@ -45,14 +45,6 @@ def _write_line(fd: int, record: dict) -> None:
     os.write(fd, (strict_json.dumps(record, sort_keys=True) + "\n").encode())
 
 
-def append_line(path: Path, record: dict) -> None:
-    fd = _open_log(path)
-    try:
-        _write_line(fd, record)
-    finally:
-        os.close(fd)
-
-
 def read_lines(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -181,7 +173,8 @@ def recover_main(argv=None) -> int:
     results.json still says "in progress"), rebuilt from its log and marked interrupted."""
     import argparse
     import sys
-    p = argparse.ArgumentParser(prog="python -m accel_regress recover", description=recover_main.__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m accel_regress recover",
+                                description="Rebuild a killed session's results.json from its results.jsonl.")
     p.add_argument("jsonl", help="the killed session's results.jsonl")
     p.add_argument("-o", "--output", help="where the record goes (default: results.json beside the log)")
     args = p.parse_args(argv)
