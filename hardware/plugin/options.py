@@ -162,7 +162,7 @@ def _check_session_timeout(config) -> None:
     if value is None:
         return
     if not math.isfinite(value) or value < 0 or value > MAX_SECONDS:
-        raise pytest.UsageError(f"--session-timeout: {value!r} is not a number of seconds in [0, {MAX_SECONDS:g}]")
+        raise pytest.UsageError(f"--session-timeout: {value!r} is not a number of seconds >= 0 (at most {MAX_SECONDS:g})")
 
 
 _LARGE = re.compile(r"\blarge\b")

@@ -56,7 +56,7 @@ def test_sweep_case_timeout_is_checked(value):
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
         sweep.main(["--case-timeout", value, "--shape", "8x8x8"])
-    assert exc.value.code == 2 and "is not a number of seconds" in err.getvalue(), err.getvalue()
+    assert exc.value.code == 2 and "positive number of seconds" in err.getvalue(), err.getvalue()
 
 
 def _one(tmp_path, name="a.json"):

@@ -25,7 +25,7 @@ def seconds(text: str) -> float:
     """A bound in seconds as a user gives it (``--case-timeout``): positive, finite, at most MAX_SECONDS."""
     value = float(text)
     if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
-        raise ValueError(f"{text!r} is not a number of seconds in (0, {MAX_SECONDS:g}]")
+        raise ValueError(f"{text!r} is not a positive number of seconds (at most {MAX_SECONDS:g})")
     return value
 
 
