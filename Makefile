@@ -11,6 +11,7 @@ suite: setup
 
 # Everything: the suite and the harness's own selftests (what CI runs).
 test: setup
+	$(PYTHON) -m ruff check .
 	$(PYTHON) -m pytest tests
 
 # The outside-team path: wheel + examples/outside-operator in a scratch venv, run outside this tree.

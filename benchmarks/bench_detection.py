@@ -36,8 +36,7 @@ from accel_regress.families.gemm_partition_n import golden as gemm
 from accel_regress.families.matmul import golden as mm
 from accel_regress.families.f32_reduction import golden as R
 from accel_regress.families.rowexpandmul_fillpad import golden as tiles  # noqa: E402
-from accel_regress.golden.dtypes import FORMATS, ulp  # noqa: E402
-from accel_regress.golden.tolerance import ErrorModel  # noqa: E402
+from accel_regress.golden.dtypes import ulp  # noqa: E402
 from accel_regress.families.f32_reduction import emu as emu_red  # noqa: E402
 from accel_regress.families.gemm_partition_n import emu as emu_gemm  # noqa: E402
 from accel_regress.families.matmul import emu as emu_mm  # noqa: E402

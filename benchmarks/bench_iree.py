@@ -41,7 +41,6 @@ def main(argv=None) -> int:
     os.environ["ACCEL_IREE_CACHE"] = str(tmp / "iree")
 
     from accel_regress.families.f32_reduction import golden as R
-    from accel_regress.toolchains.iree.program import program_for
     from accel_regress.backends.iree_cpu import IreeCpuBackend
     from accel_regress.backends.qemu_rvv import QemuRvvBackend, build, qemu_cpu
 

@@ -421,7 +421,7 @@ def _tol_layernorm(d, y, lib: float = 1.0):
     (``_tol_var``) plus the rounding of ``+ eps`` move r by eps_r; the subtraction, the two
     multiplications and the final addition round once each. ``lib`` scales the library
     functions' ulp bounds (0: the IEEE roundings alone)."""
-    x, g, b = d["x"], d["gamma"], d["beta"]
+    x, g = d["x"], d["gamma"]
     m = x.mean(axis=1, keepdims=True)
     var = ((x - m) ** 2).mean(axis=1, keepdims=True)
     e_m = _tol_mean(x)[:, None]

@@ -19,6 +19,10 @@ class Backend:
     # Non-Python files the backend reads at run time, as "package:relative/path" (package data of
     # the wheel). One missing is a set-up error of the backend naming the file, never a CRASH.
     package_files: tuple[str, ...] = ()
+    # The device generations a backend's device facts may name, as merge, gate and expectations
+    # read them (accel_regress.results.keys): (substring, name) pairs, and exact ids -> name.
+    device_generations: tuple[tuple[str, str], ...] = ()
+    device_ids: dict[str, str] = {}
 
     def missing_files(self) -> list[str]:
         """The ``package_files`` not present in this installation, as paths."""

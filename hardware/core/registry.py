@@ -18,7 +18,6 @@ an installed copy of an older version (an editable install of another tree) must
 """
 from __future__ import annotations
 
-import importlib
 import importlib.metadata as md
 import os
 from dataclasses import dataclass

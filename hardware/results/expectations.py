@@ -9,7 +9,7 @@ A file per backend (the file name is the backend id) holds ``[[expect]]`` entrie
     issue = "https://github.com/amd/IRON/issues/83"
 
 ``test`` is matched against the *test key*, the node id without the backend parameter (see
-accel_regress.results.merge.test_key). In it ``*`` matches any run of characters and ``{a,b}`` either
+accel_regress.results.keys.test_key). In it ``*`` matches any run of characters and ``{a,b}`` either
 alternative; everything else, brackets included, is literal, so a node id pastes in as it is
 (hardware/util/globs.py: linear-time matching, patterns of bounded length).
 
@@ -39,10 +39,8 @@ comments stay where they are; ``... check`` validates the files and that entries
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
@@ -52,7 +50,7 @@ import pytest
 from accel_regress.results import schemas, strict_json
 from accel_regress.core import verdicts
 from accel_regress.util.globs import Glob, PatternError
-from accel_regress.results.merge import test_key
+from accel_regress.results.keys import test_key
 from accel_regress.results.version_range import Conditions, RangeError
 
 EXPECTABLE = (verdicts.FAIL, verdicts.COMPILE_ERROR, verdicts.HANG, verdicts.CRASH)
@@ -246,12 +244,6 @@ def render(entries: Iterable[Entry], header: str = "") -> str:
     for e in sorted(entries, key=lambda e: e.test):
         parts.append("\n" + entry_text(e))
     return "".join(parts).lstrip("\n")
-
-
-def main(argv=None) -> int:
-    """``python -m accel_regress expectations check | update | stale`` (hardware/results/expectations_update.py)."""
-    from accel_regress.results.expectations_update import main as run
-    return run(argv)
 
 
 # --- the pytest plugin part ------------------------------------------------------------------

@@ -31,7 +31,7 @@ from accel_regress.results.expectations import (
     load_dir,
     render,
 )
-from accel_regress.results.merge import device_of, test_key
+from accel_regress.results.keys import device_of, test_key
 
 _PASSED = (verdicts.PASS, verdicts.XPASS)
 

@@ -42,7 +42,7 @@ from typing import Optional
 
 from accel_regress.results import completeness, record as results, schemas
 from accel_regress.core import verdicts
-from accel_regress.results.merge import device_of, test_key
+from accel_regress.results.keys import device_of, test_key
 
 FAILURES = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR,
             verdicts.INTERRUPTED)

@@ -20,65 +20,12 @@ from typing import Iterable, Optional
 
 from accel_regress.results import record as results, strict_json
 from accel_regress.core import verdicts
-
-# NPU generations as XRT names them; longer names first so "Strix Halo" is not read as "Strix".
-_NPU_NAMES = (("krackan", "Krackan"), ("strix halo", "Strix Halo"), ("strix", "Strix"),
-              ("phoenix", "Phoenix"), ("hawk point", "Hawk Point"))
-_NPU_IDS = {"npu1": "Phoenix", "npu4": "Strix", "npu5": "Strix Halo", "npu6": "Krackan"}
+from accel_regress.results.keys import device_of, test_key
 
 # Worse verdicts win when one (test, device) shows up twice (e.g. a rerun on a second runner).
 _SEVERITY = {v: i for i, v in enumerate((verdicts.NOT_APPLICABLE, verdicts.SKIP, verdicts.PASS, verdicts.XFAIL,
                                          verdicts.FLAKY, verdicts.FAIL, verdicts.COMPILE_ERROR, verdicts.XPASS,
                                          verdicts.INTERRUPTED, verdicts.CRASH, verdicts.HANG))}
-
-
-def test_key(nodeid: str, backend: Optional[str]) -> str:
-    """The node id without the backend parameter: the row of a test in the matrix."""
-    if not backend or "[" not in nodeid or not nodeid.endswith("]"):
-        return nodeid
-    head, _, params = nodeid[:-1].partition("[")
-    if params == backend:
-        return head
-    if params.startswith(backend + "-"):
-        rest = params[len(backend) + 1:]
-    elif params.endswith("-" + backend):
-        rest = params[:-len(backend) - 1]
-    elif f"-{backend}-" in params:
-        rest = params.replace(f"-{backend}-", "-", 1)
-    else:
-        return nodeid
-    return f"{head}[{rest}]"
-
-
-def device_name(raw: str) -> Optional[str]:
-    """A readable device kind from what a backend reports (``NPU Strix``, ``npu6`` ...)."""
-    low = raw.lower()
-    for needle, name in _NPU_NAMES:
-        if needle in low:
-            return name
-    for npu_id, name in _NPU_IDS.items():
-        if low == npu_id or low.startswith(npu_id + " ") or low.endswith(" " + npu_id):
-            return name
-    return None
-
-
-def device_of(case: dict, data: Optional[dict] = None) -> str:
-    """The column of a case: its ``device`` if set, else ``backend/<device name>``, else backend."""
-    if case.get("device"):
-        return case["device"]
-    backend = case.get("backend") or "-"
-    sources = [case.get("versions") or {}]
-    if data is not None:
-        sources.append(((data.get("backends") or {}).get(backend) or {}).get("versions") or {})
-    for versions in sources:
-        if not isinstance(versions, dict):
-            continue
-        for key in ("device", "device_name", "board", "target"):
-            value = versions.get(key)
-            if isinstance(value, str) and value:
-                name = device_name(value) or value
-                return f"{backend}/{name}"
-    return backend
 
 
 def severity(verdict: str) -> int:

@@ -22,7 +22,7 @@ from typing import Optional
 from accel_regress.results import record as results
 from accel_regress.core import verdicts
 from accel_regress.util.atomic import write_atomic
-from accel_regress.results.merge import device_of, test_key
+from accel_regress.results.keys import device_of, test_key
 
 _SHOWN_SAME = 4       # versions listed when none changed
 

@@ -20,7 +20,7 @@ from typing import Mapping, Optional
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from accel_regress.results.merge import device_name
+from accel_regress.results.keys import device_name
 
 _DOTTED = re.compile(r"\d+(?:\.\d+)+(?:(?:a|b|rc)\d+)?")
 _PLAIN = re.compile(r"\d+")

@@ -149,7 +149,7 @@ def test_deselected_cases_are_not_stale(demo):
 
 
 def _update(capsys, *args):
-    code = X.main(["update", *args])
+    code = U.main(["update", *args])
     return code, capsys.readouterr().out
 
 
@@ -187,7 +187,7 @@ def test_update_prints_the_minimal_sorted_diff_and_applies_it(demo, capsys):
 def test_update_names_a_bad_results_file(tmp_path, capsys):
     bad = tmp_path / "results.json"
     bad.write_text("{not json")
-    assert X.main(["update", str(bad), "--dir", str(tmp_path)]) == 2
+    assert U.main(["update", str(bad), "--dir", str(tmp_path)]) == 2
     assert f"{bad}: not valid JSON" in capsys.readouterr().err
 
 

@@ -76,3 +76,46 @@ def test_the_core_names_no_backend_and_no_family():
                 if value in names:
                     hits.append(f"{path.relative_to(REPO)}:{line}: {value!r}")
     assert hits == []
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module's imports of other accel_regress modules, function-level imports included."""
+    roots = {"hardware": "accel_regress", "golden": "accel_regress.golden", "families": "accel_regress.families"}
+    mods = {}
+    for folder, pkg in roots.items():
+        for path in (REPO / folder).rglob("*.py"):
+            parts = list(path.relative_to(REPO / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join([pkg, *parts])] = path
+    graph = {}
+    for name, path in mods.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                deps.update(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
+                            for a in node.names)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+        # a package's own __init__ importing its submodules is not a cycle through them
+        graph[name] = {d for d in deps if d in mods and d != name and not name.startswith(d + ".")}
+    return graph
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = _module_graph()
+    state, cycles = {}, []
+
+    def visit(node, path):
+        state[node] = "open"
+        for dep in sorted(graph[node]):
+            if state.get(dep) == "open":
+                cycles.append(" -> ".join(path[path.index(dep):] + [dep]))
+            elif dep not in state:
+                visit(dep, path + [dep])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from accel_regress.results import merge, record as results
+from accel_regress.results import keys, merge, record as results
 from accel_regress.results.report.tables import Model
 
 
@@ -33,13 +33,13 @@ def _runner(tmp_path, name, host, backend, verdicts, device=None, fault=None):
     ("t.py::test_p", "emu", "t.py::test_p"),
 ])
 def test_test_key_drops_only_the_backend(nodeid, backend, key):
-    assert merge.test_key(nodeid, backend) == key
+    assert keys.test_key(nodeid, backend) == key
 
 
 @pytest.mark.parametrize("raw, name", [("NPU Phoenix", "Phoenix"), ("npu1", "Phoenix"), ("NPU Strix Halo", "Strix Halo"),
                                        ("NPU Strix", "Strix"), ("npu6", "Krackan"), ("RyzenAI-npu4", None)])
 def test_device_names(raw, name):
-    assert merge.device_name(raw) == name
+    assert keys.device_name(raw) == name
 
 
 def test_two_runners_make_one_matrix(tmp_path, capsys):

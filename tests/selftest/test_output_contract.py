@@ -1,7 +1,6 @@
 """Issue 19 item 1: the right values in the wrong dtype (float64, complex128) or the wrong shape
 are a FAIL naming expected and got, declared per family in its golden module (output_contract)
 and checked by the runner before any comparison."""
-import numpy as np
 import pytest
 
 from accel_regress.families.matmul import golden as golden_matmul

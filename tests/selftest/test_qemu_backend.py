@@ -8,7 +8,7 @@ import pytest
 
 from accel_regress.golden import assert_close
 from accel_regress.families.f32_reduction import golden as R
-from accel_regress import Crash, Hang, Unsupported
+from accel_regress import Crash, Hang
 from accel_regress.backends.qemu_rvv import QemuRvvBackend, build, protocol
 
 PROBES = Path(__file__).resolve().parents[2] / "hardware" / "backends" / "qemu_rvv" / "probes"

@@ -5,7 +5,6 @@ import pytest
 
 from accel_regress.golden import census
 from accel_regress.families.f32_reduction import golden as R
-from accel_regress.golden.case import Case
 from accel_regress.families.f32_reduction import emu as emu
 
 SEEDS = range(20)

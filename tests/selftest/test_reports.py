@@ -3,7 +3,6 @@ the default policy and policy/release.toml) and a fault run's banner; summary.md
 failures with their census and rerun line), heatmaps of |got - expected| / allowed that show where
 the garbage is, index.html that opens from disk, CSV matrices and the PR comment; the page and a
 heatmap checked in a real headless Chromium."""
-import json
 import re
 import os
 import shutil

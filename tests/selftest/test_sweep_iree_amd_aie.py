@@ -8,7 +8,6 @@ M != 640 hangs the NPU.
 """
 import json
 import re
-import os
 import stat
 import sys
 from pathlib import Path

@@ -51,6 +51,10 @@ class NpuBackend(Backend):
     kind = "hardware"
     description = "AMD NPU (npu1 Phoenix, npu4 Strix, npu5 Strix Halo, npu6 Krackan) via pyxrt; IRON or prebuilt xclbins"
     device_resource = device.RESOURCE      # --devices locks one NPU per pytest process
+    # NPU generations as XRT names them (xrt_info_device.name), and the driver's ids
+    device_generations = (("krackan", "Krackan"), ("strix halo", "Strix Halo"), ("strix", "Strix"),
+                          ("phoenix", "Phoenix"), ("hawk point", "Hawk Point"))
+    device_ids = {"npu1": "Phoenix", "npu4": "Strix", "npu5": "Strix Halo", "npu6": "Krackan"}
 
     def __init__(self):
         self._described: dict[int, dict] = {}

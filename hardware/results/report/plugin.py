@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import pytest
 
 from accel_regress.results.report import heatmap

@@ -7,7 +7,7 @@ import re
 from collections import Counter, defaultdict
 
 from accel_regress.core import verdicts
-from accel_regress.results.merge import device_of, test_key
+from accel_regress.results.keys import device_of, test_key
 
 PROBLEMS = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR, verdicts.XPASS,
             verdicts.INTERRUPTED)
