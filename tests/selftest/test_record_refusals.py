@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from accel_regress.results import expectations as X
-from accel_regress.results import gate, record as results
+from accel_regress.results import record as results
 from accel_regress.__main__ import main as hardware_main
 from accel_regress.results.version_range import Conditions
 

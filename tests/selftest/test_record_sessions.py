@@ -5,7 +5,6 @@ folder; two sessions on one folder), 9 (a full disk), 13 (junit.xml strict), 15 
 is no SIGINT) and issue 24 item 7 (each run leaves only its own files)."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
