@@ -110,8 +110,10 @@ def pytest_collection(session):
 
 def pytest_keyboard_interrupt(excinfo):
     global stop_reason
-    if stop_reason is None and isinstance(excinfo.value, pytest.Session.Interrupted):
-        stop_reason = str(excinfo.value)     # pytest's own stop ("1 error during collection"): no signal
+    if stop_reason is None and type(excinfo.value) is not KeyboardInterrupt:
+        # pytest's own stop ("1 error during collection"), xdist's ("stopping after 1 failures"):
+        # subclasses of KeyboardInterrupt, no signal was sent.
+        stop_reason = str(excinfo.value) or type(excinfo.value).__name__
     stop_reason = stop_reason or "SIGINT"
 
 
