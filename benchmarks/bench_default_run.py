@@ -283,6 +283,9 @@ def warm_only(args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):     # its own help; pytest's is `--help` after other arguments
+        print(__doc__)
+        return 0
     parallel = "--no-parallel" not in argv
     if "--warm-only" in argv:
         return warm_only([a for a in argv if a != "--warm-only"] or ["tests", "--ignore=tests/selftest"])

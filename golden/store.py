@@ -1,18 +1,38 @@
 """The golden store: inputs, references and tolerances computed once and kept, keyed by content.
 
 ``cached(kind, case, fn)`` returns ``fn()``, computing it only when neither this process's memo
-nor the on-disk store has the entry. The key is a sha256 of the generator version (the source of
-the golden package and the numpy / ml_dtypes / torch versions that compute goldens), the kind,
-the case's op, id and parameters, and its seed: an edit to golden/ or an upgrade is a cold store,
-never a stale golden.
+nor the on-disk store has the entry. The key is a sha256 of the generator version, the kind, the
+case's op, id and parameters, and its seed. The generator version covers what computes a golden:
+the source of this package's generator modules, of every registered family's golden module (the
+built-in families' folders, and each outside distribution's registered golden module with its
+package folder and its distribution's name and version), and the numpy / ml_dtypes / torch
+versions. An edit to any of them, or an upgrade, is a cold store, never a stale golden;
+``--verify-golden[=FRACTION]`` (``configure(verify=...)``) recomputes that share of the entries a
+session reads from disk and raises ``GoldenStoreMismatch`` naming the entry when one differs.
 
 On disk an entry is a folder ``<root>/<key[:2]>/<key>/`` of ``.npy`` files (loaded with
 ``allow_pickle=False``) and a ``manifest.json`` holding the value's structure (dicts, tuples,
-lists, scalars, golden's own dataclasses such as ErrorModel) and each array's dtype, shape and
-sha256. The folder is built under a temporary name and renamed into place, so a reader (another
-process, an xdist worker) sees a whole entry or none; a per-key lock file keeps two processes from computing the same golden twice. A
-corrupt or truncated entry fails its checksum, is reported once (``GoldenStoreWarning`` and
-``problems``), deleted and recomputed: it never fails a case.
+lists, scalars, golden's own dataclasses such as ErrorModel: an ErrorModel's ``kind`` decides
+which statistical checks apply), each array's dtype, shape and sha256, and an HMAC-SHA256 of all
+of it and of the entry's key. The HMAC's secret lives outside the store (``signing_key_path()``),
+so nothing that can only write the store (a CI cache restored from another branch, another user
+of a loose folder) can make an entry the store serves: an entry whose data and checksums were
+rewritten together, whose manifest alone was edited, or that was moved under another key fails
+its signature, is reported once (``GoldenStoreWarning`` and ``problems``), deleted and
+recomputed; it never fails a case. An entry signed with another secret (a store used from
+another machine) is recomputed quietly.
+
+The store is private, as ssh treats a key file: its folder is created 0700, and a store that is
+group- or world-writable or owned by another user is refused (``GoldenStoreError``, naming the
+folder and the fixes) unless the user says it is shared (``configure(shared=True)``, pytest
+``--golden-cache-shared``, ``$ACCEL_GOLDEN_CACHE_SHARED=1``); members of a shared store share a
+signing key through ``$ACCEL_GOLDEN_CACHE_KEY_FILE``. Nothing inside the store is reached through
+a symbolic link: every file and folder is opened relative to its parent's descriptor with
+O_NOFOLLOW, and a link found there is reported and removed (never its target).
+
+Folders are built under a temporary name and renamed into place, so a reader (another process, an
+xdist worker) sees a whole entry or none; a per-key lock file keeps two processes from computing
+the same golden twice.
 
 The store is bounded (``MAX_BYTES``, ``$ACCEL_GOLDEN_CACHE_BYTES``): the least recently used
 entries (a hit touches the manifest) are evicted. A process walks the store once, at its first
@@ -30,15 +50,14 @@ bypasses the disk store.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
+import hmac
 import importlib
+import importlib.util
 import json
 import os
 import re
-import shutil
-import stat
-import tempfile
+import random
 import time
 import warnings
 from collections import OrderedDict
@@ -49,36 +68,54 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from accel_regress.golden import store_folder as folder
+from accel_regress.golden.store_folder import MANIFEST
 
-FORMAT = 1
+GoldenStoreError = folder.GoldenStoreError     # a store others can write, not declared shared
+
+FORMAT = 2
 MAX_BYTES = 16 << 30                 # on disk
 MEMO_BYTES = 1 << 30                 # in this process
 MIN_SECONDS = 0.02                   # cheaper goldens are recomputed, not read back
-MANIFEST = "manifest.json"
-MANIFEST_MAX_BYTES = 1 << 20         # a manifest lists a few arrays: ~1 KB
 _GOLDEN_DIR = Path(__file__).resolve().parent
-_FAMILIES_DIR = _GOLDEN_DIR.parent / "families"     # the built-in families' golden modules
 # The packages whose dataclasses a manifest may name: golden's own and the built-in families'.
 _GOLDEN_PACKAGES = ("accel_regress.golden.", "accel_regress.families.")
-# Modules of golden/ that compute nothing a golden holds: editing them keeps the store warm.
-_NOT_GENERATORS = {"compare.py", "store.py", "__init__.py"}
+# Modules of this package that compute nothing a golden holds: editing them keeps the store warm.
+_NOT_GENERATORS = {"compare.py", "store.py", "store_folder.py", "__init__.py"}
+# The built-in families live beside this package, one folder per family; their device-side modules
+# compute no golden.
+_FAMILIES_DIR = _GOLDEN_DIR.parent / "families"
+_DEVICE_SIDE = {"emu.py", "iree_program.py"}
+_OWN_DIST = "accel-regress"
+_GROUP = "accel_regress.families"
+_NOT_GOLDEN_GROUPS = ("accel_regress.emu_models", "accel_regress.iree_programs", "accel_regress.backends")
 
 
 class GoldenStoreWarning(UserWarning):
-    """An entry of the golden store was unreadable and has been recomputed."""
+    """An entry of the golden store was unreadable or not ours and has been recomputed."""
+
+
+class GoldenStoreMismatch(AssertionError):
+    """``--verify-golden`` recomputed an entry the store served and got something else."""
 
 
 class _Settings:
     enabled = True
     root: Optional[Path] = None
+    shared: Optional[bool] = None      # None: $ACCEL_GOLDEN_CACHE_SHARED
+    verify = 0.0                       # share of disk hits recomputed and compared
+    key_file: Optional[Path] = None    # None: signing_key_path()
+    secret: Optional[bytes] = None     # the signing key, read once
 
 
 _settings = _Settings()
+_random = random.Random()
 _memo: "OrderedDict[str, tuple[Any, int]]" = OrderedDict()
 _memo_bytes = 0
 _stored_bytes: Optional[int] = None  # the store's size as this process last walked it, plus its writes
 problems: list[str] = []            # what was reported this process, once per entry
-stats = {"memo_hits": 0, "disk_hits": 0, "computed": 0, "written": 0, "evicted": 0, "corrupt": 0}
+stats = {"memo_hits": 0, "disk_hits": 0, "computed": 0, "written": 0, "evicted": 0, "corrupt": 0,
+         "foreign": 0, "verified": 0}
 
 
 def default_root() -> Path:
@@ -89,10 +126,28 @@ def default_root() -> Path:
     return Path(base) / "accel-regress" / "golden"
 
 
-def configure(*, enabled: bool = True, root: Optional[Path] = None) -> None:
-    """Set where the store lives and whether the disk is used; clears this process's memo."""
+def signing_key_path() -> Path:
+    """Where the store's secret lives: never inside the store, nor in the cache folder around it."""
+    env = os.environ.get("ACCEL_GOLDEN_CACHE_KEY_FILE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "accel-regress" / "golden-store.key"
+
+
+def configure(*, enabled: bool = True, root: Optional[Path] = None, shared: Optional[bool] = None,
+              verify: float = 0.0, key_file: Optional[Path] = None) -> None:
+    """Set where the store lives, whether the disk is used, whether it may be shared, and which
+    share of disk hits to verify; clears this process's memo and what it knew of the sources."""
+    if not 0.0 <= verify <= 1.0:
+        raise ValueError(f"verify: {verify!r} is not a fraction between 0 and 1")
     _settings.enabled = enabled
     _settings.root = Path(root) if root else None
+    _settings.shared = shared
+    _settings.verify = float(verify)
+    _settings.key_file = Path(key_file) if key_file else None
+    _settings.secret = None
+    generator_version.cache_clear()
     clear_memo()
 
 
@@ -100,7 +155,10 @@ def root() -> Path:
     return _settings.root or default_root()
 
 
-_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+def shared() -> bool:
+    if _settings.shared is not None:
+        return _settings.shared
+    return os.environ.get("ACCEL_GOLDEN_CACHE_SHARED", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def max_bytes() -> int:
@@ -111,7 +169,7 @@ def max_bytes() -> int:
     if env is None:
         return MAX_BYTES
     m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", env, re.IGNORECASE)
-    value = int(m.group(1)) * _SIZE_UNITS[m.group(2).upper()] if m else None
+    value = int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()] if m else 0
     if not value:
         raise ValueError(f"$ACCEL_GOLDEN_CACHE_BYTES={env!r}: not a positive size in bytes (e.g. 16G)")
     return value
@@ -124,21 +182,83 @@ def clear_memo() -> None:
     _stored_bytes = None
 
 
+# --- the key ------------------------------------------------------------------------------------
+
 @lru_cache(maxsize=1)
 def generator_version() -> str:
-    """Digest of what makes a golden: golden/'s and the families' sources and the numeric libraries."""
+    """Digest of what makes a golden: the generator sources (this package's and every registered
+    family's golden modules) and the numeric libraries."""
     h = hashlib.sha256(f"format {FORMAT}".encode())
     for path in sorted(_GOLDEN_DIR.glob("*.py")):
         if path.name not in _NOT_GENERATORS:
             h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    for path in sorted(_FAMILIES_DIR.glob("*/*.py")):
-        h.update(path.relative_to(_FAMILIES_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, digest in golden_sources():
+        h.update(f"{name}={digest}\0".encode())
     for dist in ("numpy", "ml_dtypes", "torch"):
-        try:
-            h.update(f"{dist}={metadata.version(dist)}\0".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{dist}=none\0".encode())
+        h.update(f"{dist}={_version(dist)}\0".encode())
     return h.hexdigest()
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def golden_sources() -> list[tuple[str, str]]:
+    """(what, digest) of every golden module: the built-in families' folders (their device-side
+    modules aside), then each outside distribution's registered golden module and the other
+    modules of its package folder, with that distribution's name and version. Read from the
+    files and the installed metadata only: no module is executed."""
+    out = []
+    if _FAMILIES_DIR.is_dir():
+        for path in sorted(_FAMILIES_DIR.rglob("*.py")):
+            if path.name not in _DEVICE_SIDE and "__pycache__" not in path.parts:
+                out.append((f"builtin:{path.relative_to(_FAMILIES_DIR).as_posix()}", _file_digest(path)))
+    try:
+        every = metadata.entry_points()      # one scan of the installed distributions
+        eps = list(every.select(group=_GROUP))
+        not_golden = {ep.value.partition(":")[0] for g in _NOT_GOLDEN_GROUPS for ep in every.select(group=g)}
+    except Exception as exc:         # unreadable metadata: a key of its own, never a shared stale one
+        return out + [("metadata", f"unreadable: {type(exc).__name__}: {exc}")]
+    for ep in sorted(eps, key=lambda e: (e.name, e.value)):
+        dist = ep.dist
+        dname = (dist.metadata["Name"] or "?") if dist is not None else "?"
+        if dname.lower().replace("_", "-") == _OWN_DIST and out:
+            continue                 # the built-ins: their folders are hashed above
+        module = ep.value.partition(":")[0].strip()
+        h = hashlib.sha256(f"{dname} {dist.version if dist is not None else '?'}\0".encode())
+        for path in _module_files(module, not_golden):
+            h.update(path.name.encode() + b"\0" + _file_digest(path).encode() + b"\0")
+        out.append((f"{ep.name}:{ep.value}", h.hexdigest()))
+    return out
+
+
+def _module_files(module: str, not_golden: set) -> list[Path]:
+    """The golden module's file and, when it is in a package, that package folder's other
+    modules (its helpers) except those registered as device-side modules."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except Exception:
+        spec = None
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return []
+    origin = Path(spec.origin)
+    if not spec.parent or spec.submodule_search_locations is not None:
+        return [origin]
+    out = [origin]
+    for path in sorted(origin.parent.glob("*.py")):
+        if path != origin and f"{spec.parent}.{path.stem}" not in not_golden:
+            out.append(path)
+    return out
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
 
 
 def key_of(kind: str, case) -> str:
@@ -146,6 +266,8 @@ def key_of(kind: str, case) -> str:
                        "params": dict(case.params), "seed": int(case.seed)}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
+
+# --- the cache ----------------------------------------------------------------------------------
 
 def cached(kind: str, case, fn: Callable[[], Any]) -> Any:
     """``fn()`` for this case and kind ("inputs", "expected", ...), computed once and kept."""
@@ -171,48 +293,71 @@ def _compute(fn):
 
 
 def _through_disk(key: str, label: str, fn) -> Any:
-    entry = root() / key[:2] / key
-    value = _load(entry, label)
-    if value is not _MISS:
-        return value
     try:
-        lock = _lock(key)
-    except OSError:                  # an unwritable store is no store
+        secret = _signing_key()
+        with folder.open_root(root(), shared()) as top:
+            value = _load(top, key, label, secret)
+    except OSError as exc:           # an unreadable or unwritable store is no store
+        _note(f"golden store {root()} is not usable ({exc}); goldens are computed, not kept")
         return _compute(fn)[0]
+    if value is not _MISS:
+        return _verified(key, label, value, fn)
     try:
-        value = _load(entry, label)              # another process may have written it meanwhile
-        if value is not _MISS:
+        with folder.open_root(root(), shared()) as top, folder.Locked(top, f"{key}.lock", shared()):
+            value = _load(top, key, label, secret)    # another process may have written it meanwhile
+            if value is not _MISS:
+                return value
+            value, seconds = _compute(fn)
+            if seconds >= MIN_SECONDS:
+                try:
+                    _write(top, key, value, secret)
+                except (OSError, _Unstorable):
+                    pass
             return value
-        value, seconds = _compute(fn)
-        if seconds >= MIN_SECONDS:
-            try:
-                _write(entry, value)
-            except (OSError, _Unstorable):
-                pass
-        return value
-    finally:
-        _unlock(lock)
-
-
-def _lock(key: str):
-    path = root() / "locks" / f"{key}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    f = open(path, "a+b")
-    fcntl.flock(f, fcntl.LOCK_EX)
-    return f
-
-
-def _unlock(f) -> None:
-    """Release and remove the lock file, so that locks/ does not grow by one file per golden.
-
-    A process already waiting on the removed file gets it next and then finds the entry written;
-    one that arrives later finds the entry before it locks. Only when the computation failed can
-    two processes compute at once (each on its own lock file): the entry's rename keeps one."""
-    try:
-        os.unlink(f.name)
+    except folder.PlantedLink as exc:
+        _report(f"{exc.filename!r} in {root()}", label, exc.strerror)
     except OSError:
         pass
-    f.close()
+    return _compute(fn)[0]
+
+
+def _verified(key: str, label: str, value, fn):
+    """The stored value, after recomputing it when this hit is in the share ``verify`` asks for."""
+    if _settings.verify <= 0 or _random.random() >= _settings.verify:
+        return value
+    fresh = _compute(fn)[0]
+    stats["verified"] += 1
+    arrays_a, arrays_b = [], []
+    try:
+        tree_a, tree_b = _encode(value, arrays_a), _encode(fresh, arrays_b)
+    except _Unstorable:
+        return fresh
+    differs = _difference(tree_a, arrays_a, tree_b, arrays_b)
+    if differs is None:
+        return value
+    entry = root() / key[:2] / key
+    try:
+        with folder.open_root(root(), shared()) as top:
+            _remove(top, key)
+    except OSError:
+        pass
+    message = (f"golden store: {label}: the stored entry {entry} differs from a fresh computation "
+               f"({differs}): the store served a stale or altered golden. The entry was removed; "
+               "find what computes this golden outside the store's key (golden_sources()) before "
+               "trusting results read from this store, or run with --no-golden-cache")
+    problems.append(message)
+    raise GoldenStoreMismatch(message)
+
+
+def _difference(tree_a, arrays_a, tree_b, arrays_b) -> Optional[str]:
+    if json.dumps(tree_a, sort_keys=True) != json.dumps(tree_b, sort_keys=True):
+        return "its structure or scalars differ"
+    for i, (a, b) in enumerate(zip(arrays_a, arrays_b)):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return f"array {i}: {a.dtype} {a.shape} stored, {b.dtype} {b.shape} computed"
+        if _digest(_storable(a)[0]) != _digest(_storable(b)[0]):
+            return f"array {i} ({a.dtype} {a.shape}): the values differ"
+    return None
 
 
 def _remember(key: str, value: Any) -> None:
@@ -241,6 +386,24 @@ def _nbytes(value) -> Optional[int]:
     return None if None in parts else sum(parts)
 
 
+# --- the signing key ----------------------------------------------------------------------------
+
+def _signing_key() -> bytes:
+    if _settings.secret is None:
+        _settings.secret = folder.signing_key(_settings.key_file or signing_key_path(), shared())
+    return _settings.secret
+
+
+def _key_id(secret: bytes) -> str:
+    return hashlib.sha256(b"accel-regress golden store key id\0" + secret).hexdigest()[:16]
+
+
+def _mac(secret: bytes, key: str, meta: dict) -> str:
+    signed = json.dumps({"key": key, "format": meta["format"], "tree": meta["tree"], "files": meta["files"],
+                         "bytes": meta["bytes"]}, sort_keys=True)
+    return hmac.new(secret, signed.encode(), hashlib.sha256).hexdigest()
+
+
 # --- the on-disk format -------------------------------------------------------------------------
 
 class _Unstorable(Exception):
@@ -249,6 +412,10 @@ class _Unstorable(Exception):
 
 class _Corrupt(Exception):
     pass
+
+
+class _Foreign(Exception):
+    """An entry of another format or signing key: not wrong, not ours."""
 
 
 _MISS = object()
@@ -323,30 +490,42 @@ def _dtype_named(name: str) -> np.dtype:
         return np.dtype(getattr(ml_dtypes, name))
 
 
-def _write(entry: Path, value) -> None:
+def _write(top: int, key: str, value, secret: bytes) -> None:
     arrays: list = []
     tree = _encode(value, arrays)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name[:16]}-", dir=entry.parent))
+    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    shard = folder.subdir(top, key[:2], create=True, shared=shared())
     try:
-        files = []
-        for i, a in enumerate(arrays):
-            raw, dtype = _storable(a)
-            np.save(tmp / f"{i}.npy", raw, allow_pickle=False)
-            files.append({"dtype": dtype, "shape": list(a.shape), "sha256": _digest(raw)})
-        size = sum(a.nbytes for a in arrays)
-        # No fsync: a crash can leave garbage, which the checksum catches; durability is not needed.
-        (tmp / MANIFEST).write_text(json.dumps({"format": FORMAT, "tree": tree, "files": files, "bytes": size}))
+        tmp = folder.make_temp(shard, key[:16], shared())
         try:
-            os.rename(tmp, entry)
-        except OSError:              # another process stored the same entry first: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-            return
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            inside = folder.subdir(shard, tmp, create=False)
+            try:
+                files = []
+                for i, a in enumerate(arrays):
+                    raw, dtype = _storable(a)
+                    with os.fdopen(folder.open_in(inside, f"{i}.npy", create, shared()), "wb") as f:
+                        np.save(f, raw, allow_pickle=False)
+                    files.append({"dtype": dtype, "shape": list(a.shape), "sha256": _digest(raw)})
+                meta = {"format": FORMAT, "tree": tree, "files": files, "bytes": sum(a.nbytes for a in arrays),
+                        "key_id": _key_id(secret)}
+                meta["mac"] = _mac(secret, key, meta)
+                # No fsync: a crash can leave garbage, which the signature catches; durability is not needed.
+                with os.fdopen(folder.open_in(inside, MANIFEST, create, shared()), "w") as f:
+                    f.write(json.dumps(meta))
+            finally:
+                os.close(inside)
+            try:
+                os.rename(tmp, key, src_dir_fd=shard, dst_dir_fd=shard)
+            except OSError:          # another process stored the same entry first: keep theirs
+                folder.remove_in(shard, tmp)
+                return
+        except BaseException:
+            folder.remove_in(shard, tmp)
+            raise
+    finally:
+        os.close(shard)
     stats["written"] += 1
-    _account(size)
+    _account(meta["bytes"])
 
 
 def _account(written: int) -> None:
@@ -361,109 +540,117 @@ def _account(written: int) -> None:
         _stored_bytes = sum(size for _, size, _ in entries())
 
 
-def _read_manifest(path: Path) -> str:
-    """A FIFO or a link to /dev/zero in the manifest's place is refused, never waited on or read
-    forever: open without blocking, require a regular file, read at most the bound. (The golden
-    package imports nothing of the rest of the suite, so not hardware/util/regular_file.py.)"""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+def _load(top: int, key: str, label: str, secret: bytes):
+    """The entry's value, _MISS when absent; a damaged, altered, foreign or linked entry is removed."""
+    where = root() / key[:2] / key
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a regular file")
-        data = os.read(fd, MANIFEST_MAX_BYTES + 1)
+        shard = folder.subdir(top, key[:2], create=False)
+    except folder.PlantedLink as exc:
+        _report(where, label, exc.strerror)
+        return _MISS
+    if shard is None:
+        return _MISS
+    try:
+        try:
+            inside = folder.subdir(shard, key, create=False)
+        except folder.PlantedLink as exc:
+            _report(where, label, exc.strerror)
+            return _MISS
+        if inside is None:
+            return _MISS
+        try:
+            value = _read_entry(inside, key, secret)
+            if value is _MISS:
+                return _MISS
+            try:
+                os.utime(MANIFEST, dir_fd=inside, follow_symlinks=False)   # least recently used is by manifest mtime
+            except OSError:
+                pass
+        except _Foreign:
+            stats["foreign"] += 1
+            folder.remove_in(shard, key)
+            return _MISS
+        except Exception as exc:     # truncated .npy, bad JSON, signature, a link: recompute, never fail a case
+            _report(where, label, (exc.strerror if isinstance(exc, folder.PlantedLink) else str(exc))
+                    or type(exc).__name__)
+            folder.remove_in(shard, key)
+            return _MISS
+        finally:
+            os.close(inside)
     finally:
-        os.close(fd)
-    if len(data) > MANIFEST_MAX_BYTES:
-        raise OSError(f"{path}: more than {MANIFEST_MAX_BYTES} bytes")
-    return data.decode("utf-8")
-
-
-def _load(entry: Path, label: str):
-    manifest = entry / MANIFEST
-    try:
-        text = _read_manifest(manifest)
-    except FileNotFoundError:
-        return _MISS
-    except (OSError, UnicodeDecodeError) as exc:
-        _report(entry, label, f"unreadable manifest ({exc})")
-        return _MISS
-    try:
-        meta = json.loads(text)
-        arrays = []
-        for i, f in enumerate(meta["files"]):
-            a = np.load(entry / f"{i}.npy", allow_pickle=False)
-            if list(a.shape) != f["shape"] or _digest(a) != f["sha256"]:
-                raise _Corrupt(f"{i}.npy does not match its checksum")
-            dtype = _dtype_named(f["dtype"])
-            arrays.append(a if a.dtype == dtype else a.view(dtype))
-        value = _decode(meta["tree"], arrays)
-    except FileNotFoundError:
-        return _MISS                 # evicted by another process while we read it
-    except Exception as exc:         # truncated .npy, bad JSON, checksum: recompute, never fail a case
-        _report(entry, label, str(exc) or type(exc).__name__)
-        _remove(entry)
-        return _MISS
-    try:
-        os.utime(manifest)           # least recently used is by manifest mtime
-    except OSError:
-        pass
+        os.close(shard)
     stats["disk_hits"] += 1
     return value
 
 
-def _report(entry: Path, label: str, why: str) -> None:
-    stats["corrupt"] += 1
-    message = f"golden store: {label}: entry {entry} is corrupt ({why}); recomputed"
-    if message in problems:
-        return
-    problems.append(message)
-    warnings.warn(message, GoldenStoreWarning, stacklevel=4)
-
-
-def _remove(entry: Path) -> None:
-    """Rename away first so no reader sees a half-deleted entry."""
-    trash = entry.parent / f".trash-{entry.name[:16]}-{os.getpid()}-{time.monotonic_ns()}"
+def _read_entry(inside: int, key: str, secret: bytes):
     try:
-        os.rename(entry, trash)
+        text = folder.read_in(inside, MANIFEST)
+    except FileNotFoundError:
+        return _MISS                 # being evicted by another process
+    meta = json.loads(text)
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key_id") != _key_id(secret):
+        raise _Foreign()
+    if not isinstance(meta.get("mac"), str) or not hmac.compare_digest(meta["mac"], _mac(secret, key, meta)):
+        raise _Corrupt("the manifest does not match its signature (rewritten, or moved from another key)")
+    arrays = []
+    for i, f in enumerate(meta["files"]):
+        with os.fdopen(folder.open_in(inside, f"{i}.npy", os.O_RDONLY), "rb") as fh:
+            a = np.load(fh, allow_pickle=False)
+        if list(a.shape) != f["shape"] or _digest(a) != f["sha256"]:
+            raise _Corrupt(f"{i}.npy does not match its checksum")
+        dtype = _dtype_named(f["dtype"])
+        arrays.append(a if a.dtype == dtype else a.view(dtype))
+    return _decode(meta["tree"], arrays)
+
+
+def _note(message: str) -> None:
+    if message not in problems:
+        problems.append(message)
+        warnings.warn(message, GoldenStoreWarning, stacklevel=4)
+
+
+def _report(entry, label: str, why: str) -> None:
+    stats["corrupt"] += 1
+    _note(f"golden store: {label}: entry {entry} is corrupt ({why}); recomputed")
+
+
+def _remove(top: int, key: str) -> None:
+    try:
+        shard = folder.subdir(top, key[:2], create=False)
     except OSError:
         return
-    shutil.rmtree(trash, ignore_errors=True)
+    if shard is not None:
+        try:
+            folder.remove_in(shard, key)
+        finally:
+            os.close(shard)
 
 
 def entries(where: Optional[Path] = None) -> list[tuple[float, int, Path]]:
     """(last use, bytes, folder) of every whole entry."""
-    out = []
     base = where or root()
     try:
-        shards = [p for p in base.iterdir() if len(p.name) == 2]
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
-        return out
-    for shard in shards:
-        try:
-            folders = list(shard.iterdir())
-        except OSError:
-            continue
-        for entry in folders:
-            if entry.name.startswith("."):
-                continue
-            try:
-                st = (entry / MANIFEST).stat()
-                size = sum(f.stat().st_size for f in entry.iterdir())
-            except OSError:
-                continue
-            out.append((st.st_mtime, size, entry))
-    return out
+        return []
+    try:
+        return [(mtime, size, base / shard / key) for shard, key, mtime, size in folder.walk(fd)]
+    finally:
+        os.close(fd)
 
 
 def evict(limit: int) -> int:
     """Remove least recently used entries until the store holds at most ``limit`` bytes."""
-    found = sorted(entries())
-    total = sum(size for _, size, _ in found)
-    removed = 0
-    for _, size, entry in found:
-        if total <= limit:
-            break
-        _remove(entry)
-        total -= size
-        removed += 1
+    with folder.open_root(root(), shared()) as top:
+        found = sorted((mtime, size, key) for _, key, mtime, size in folder.walk(top))
+        total = sum(size for _, size, _ in found)
+        removed = 0
+        for _, size, key in found:
+            if total <= limit:
+                break
+            _remove(top, key)
+            total -= size
+            removed += 1
     stats["evicted"] += removed
     return removed

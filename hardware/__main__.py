@@ -21,10 +21,14 @@ def list_backends(argv) -> int:
     except registry.RegistrationError as exc:
         print(f"accel-regress registrations: {exc}", file=sys.stderr)
         return 2
-    rows = []
+    rows, broken = [], []
     for name in backends:
-        backend = registry.get(name)
-        reason = registry.availability(name)
+        try:
+            backend = registry.get(name)
+            reason = registry.availability(name)
+        except registry.RegistrationError:
+            rows.append((name, "?", "BROKEN", "see below"))
+            continue
         missing = backend.missing_files() if reason is None else []
         if missing:
             reason = f"set-up error: the installation lacks {', '.join(missing)}"
@@ -34,14 +38,34 @@ def list_backends(argv) -> int:
     print(f"{'backend':<{w0}}  {'kind':<{w1}}  available  notes")
     for name, kind, ok, note in rows:
         print(f"{name:<{w0}}  {kind:<{w1}}  {ok:<9}  {note}")
-    default = [n for n in backends if registry.availability(n) is None]
+    default = [n for n, _, ok, _ in rows if ok == "yes"]
     print(f"\ndefault --hw here: {','.join(default)}")
     print("\nregistrations (entry-point group: name = object, registered by):")
     for kind, group in registry.GROUPS.items():
         print(f"{group}:")
         for reg in registry.registrations(kind).values():
-            print(f"  {reg.name} = {reg.value}  [{reg.source}]")
-    return 0
+            problem = _problem(registry, reg)
+            print(f"  {reg.name} = {reg.value}  [{reg.source}]" + (f"  BROKEN: {problem}" if problem else ""))
+            if problem:
+                broken.append(problem)
+    for problem in broken:
+        print(f"accel-regress registrations: {problem}", file=sys.stderr)
+    return 2 if broken else 0
+
+
+def _problem(registry, reg):
+    """Why a registration cannot be used (it cannot be loaded, or breaks its contract), or None."""
+    from accel_regress.core import contracts
+    if reg.kind not in contracts.CONTRACTS:      # a plugin or command: found, not run
+        return reg.unfindable()
+    try:
+        if reg.kind == "backend":
+            registry.get(reg.name)
+        else:
+            reg.load()
+    except registry.RegistrationError as exc:
+        return str(exc)
+    return None
 
 
 def main(argv=None) -> int:

@@ -17,7 +17,7 @@ fail() { echo "wheel_check: FAILED: $*" >&2; exit 1; }
 
 step "building the wheels in $work"
 mkdir -p "$work/src" "$work/dist"
-cp -r "$repo/pyproject.toml" "$repo/setup.py" "$repo/README.md" "$repo/hardware" "$repo/golden" "$repo/families" "$work/src/"
+cp -r "$repo/pyproject.toml" "$repo/setup.py" "$repo/README.md" "$repo/LICENSE" "$repo/hardware" "$repo/golden" "$repo/families" "$work/src/"
 cp -r "$repo/examples/outside-operator" "$work/example-src"
 find "$work/src" "$work/example-src" -name __pycache__ -prune -exec rm -rf {} +
 "$PYTHON" -m pip wheel -q --no-deps --no-build-isolation -w "$work/dist" "$work/src" "$work/example-src"

@@ -19,13 +19,15 @@ an installed copy of an older version (an editable install of another tree) must
 from __future__ import annotations
 
 import importlib.metadata as md
+import importlib.util
 import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from accel_regress.core.backend import Backend
+if TYPE_CHECKING:       # imported when a backend is asked for: the pytest plugin reads this module at start-up
+    from accel_regress.core.backend import Backend
 
 DIST = "accel-regress"
 GROUPS = {
@@ -34,7 +36,11 @@ GROUPS = {
     "iree_program": "accel_regress.iree_programs",
     "family": "accel_regress.families",
     "plugin": "accel_regress.plugins",      # name = "module": a pytest plugin a backend or family brings
+    # name = "module": a pytest plugin registered only when a session is the plugin's (no options of
+    # its own; plugin/engagement.py), so that its imports cost a project that never uses it nothing
+    "session_plugin": "accel_regress.session_plugins",
     "command": "accel_regress.commands",    # name = "module:function(argv) -> exit code"
+    "upstream": "accel_regress.upstream",   # name = family or backend id: its part of an upstream bundle
 }
 
 
@@ -50,7 +56,55 @@ class Registration:
     source: str     # who registered it: distribution and version, and where its entry points live
 
     def load(self):
-        return md.EntryPoint(self.name, self.value, GROUPS[self.kind]).load()
+        """The registered object. One that cannot be loaded is a RegistrationError naming the
+        distribution, group, name and error; a backend whose own dependency is missing (its
+        toolchain's Python package) raises that ImportError, which makes it unavailable."""
+        try:
+            obj = md.EntryPoint(self.name, self.value, GROUPS[self.kind]).load()
+        except ImportError as exc:
+            if self.kind == "backend" and not _names_the_registration(exc, self.module):
+                raise
+            raise RegistrationError(self.broken(exc)) from None
+        except Exception as exc:       # AttributeError (a typo after ':'), SyntaxError, an error at import
+            raise RegistrationError(self.broken(exc)) from None
+        if self.kind != "backend":    # a backend class is checked once made (get)
+            self.check(obj)
+        return obj
+
+    def check(self, obj) -> None:
+        """Raise RegistrationError naming what ``obj`` lacks of its group's contract (core/contracts.py)."""
+        from accel_regress.core import contracts      # numpy and the golden types: not at start-up
+        problems = contracts.problems(self.kind, obj)
+        if self.kind == "family" and isinstance(getattr(obj, "OP", None), str) and obj.OP != self.name:
+            problems.insert(0, f"its OP is {obj.OP!r}, not the name it is registered under")
+        if problems:
+            raise RegistrationError(f"{self.where()} does not meet its contract "
+                                    f"({contracts.describe(self.kind)}): {'; '.join(problems)}")
+
+    @property
+    def module(self) -> str:
+        return self.value.partition(":")[0].strip()
+
+    def where(self) -> str:
+        return f"entry point {self.name} = {self.value} (group {GROUPS[self.kind]}, distribution {self.source})"
+
+    def broken(self, exc: BaseException) -> str:
+        return f"{self.where()} cannot be loaded: {type(exc).__name__}: {exc}"
+
+    def unfindable(self) -> Optional[str]:
+        """Why the registered module cannot be found, without running it (its parent packages
+        are imported); None when it can."""
+        try:
+            found = importlib.util.find_spec(self.module) is not None
+        except Exception as exc:
+            return self.broken(exc)
+        return None if found else self.broken(ModuleNotFoundError(f"No module named {self.module!r}"))
+
+
+def _names_the_registration(exc: ImportError, module: str) -> bool:
+    """An ImportError about the registered module itself (or its package): a typo, not a missing dependency."""
+    name = getattr(exc, "name", None) or ""
+    return bool(name) and (module == name or module.startswith(name + "."))
 
 
 def _checkout_pyproject() -> Optional[Path]:
@@ -73,15 +127,24 @@ def _checkout_entry_points(path: Path) -> list[tuple[str, str, str, str]]:
 
 
 def _installed_entry_points(skip_own: bool) -> list[tuple[str, str, str, str]]:
+    # One scan of the installed distributions, and each one's metadata read once: the pytest plugin
+    # reads this at start-up in every project of the environment (a scan per group and a metadata
+    # parse per entry point took ~0.3 s).
     out = []
+    every = md.entry_points()
+    named: dict[int, tuple] = {}
     for kind, group in GROUPS.items():
-        for ep in md.entry_points(group=group):
+        for ep in every.select(group=group):
             dist = ep.dist
-            dname = dist.metadata["Name"] if dist is not None else "?"
+            if id(dist) not in named:
+                meta = dist.metadata if dist is not None else None
+                named[id(dist)] = (dist, meta["Name"] if meta is not None else "?",
+                                   meta["Version"] if meta is not None else "?")
+            _, dname, version = named[id(dist)]
             if skip_own and dname is not None and dname.lower().replace("_", "-") == DIST:
                 continue
             where = getattr(dist, "_path", None)
-            source = f"{dname} {dist.version if dist is not None else '?'} (installed{', ' + str(where) if where else ''})"
+            source = f"{dname} {version} (installed{', ' + str(where) if where else ''})"
             out.append((kind, ep.name, ep.value, source))
     return out
 
@@ -126,6 +189,8 @@ def __getattr__(attr):
     # where it can be reported (the plugin's configure, ``python -m accel_regress``), not at import.
     if attr == "KNOWN":
         return {n: r.value for n, r in registrations("backend").items()}
+    if attr == "Unavailable":
+        return _unavailable_class()
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
@@ -136,14 +201,19 @@ def module_for(kind: str, op: str):
     return reg.load() if reg is not None else None
 
 
-class Unavailable(Backend):
-    """Stands for a backend whose module could not even be imported."""
+@lru_cache(maxsize=None)
+def _unavailable_class() -> type:
+    from accel_regress.core.backend import Backend
 
-    def __init__(self, name: str, reason: str):
-        self.name, self._reason = name, reason
+    class Unavailable(Backend):
+        """Stands for a backend whose module could not even be imported."""
 
-    def availability(self) -> Optional[str]:
-        return self._reason
+        def __init__(self, name: str, reason: str):
+            self.name, self._reason = name, reason
+
+        def availability(self) -> Optional[str]:
+            return self._reason
+    return Unavailable
 
 
 @lru_cache(maxsize=None)
@@ -154,9 +224,12 @@ def get(name: str) -> Backend:
     reg = backends[name]
     try:
         backend = reg.load()()
-    except Exception as exc:  # an import-time failure is a reason, not a crash of the suite
-        return Unavailable(name, f"{reg.value} (registered by {reg.source}) failed to load: "
+    except RegistrationError:
+        raise                 # a typo or a broken contract: the user's to fix, not a SKIP
+    except Exception as exc:  # a missing dependency or a failing constructor: a reason, not a crash of the suite
+        return _unavailable_class()(name, f"{reg.value} (registered by {reg.source}) failed to load: "
                                  f"{type(exc).__name__}: {exc}")
+    reg.check(backend)
     backend.name = name
     return backend
 
@@ -165,6 +238,8 @@ def get(name: str) -> Backend:
 def availability(name: str) -> Optional[str]:
     try:
         return get(name).availability()
+    except RegistrationError:
+        raise
     except Exception as exc:
         return f"availability check failed: {type(exc).__name__}: {exc}"
 
@@ -189,3 +264,24 @@ def parse(spec: Optional[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(known)}")
     return list(dict.fromkeys(names_))      # --hw emu,emu runs each case once, not as emu0 / emu1
+
+
+def broken() -> list[str]:
+    """Every registration that cannot be loaded, each named with its distribution, group, name and
+    error. The registered modules are found without being run (their packages are imported); the
+    backends, which every session loads anyway, are loaded and checked against their contract."""
+    problems = [problem for kind in GROUPS if kind != "backend" for reg in registrations(kind).values()
+                for problem in [reg.unfindable()] if problem]
+    for name in registrations("backend"):
+        try:
+            get(name)
+        except RegistrationError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def check() -> None:
+    """Raise RegistrationError naming every registration that cannot be loaded (a usage error)."""
+    problems = broken()
+    if problems:
+        raise RegistrationError("; ".join(problems))

@@ -1,6 +1,7 @@
 """The accel-regress pytest plugin (entry point ``pytest11``: ``accel_regress.plugin``).
 
 The core, one concern per module:
+- ``engagement`` whether a session is the plugin's: installed anywhere, it acts only on its own items
 - ``options``    command-line and ini options, their validation, the backend selection
 - ``fixtures``   the ``hw`` and ``golden_seed`` fixtures and which (test, backend) pairs exist
 - ``isolation``  the isolated runner, bounds and device locks, stop signals and the session timeout
@@ -10,8 +11,9 @@ The core, one concern per module:
 - ``parallel``   under pytest-xdist: each worker's thread pools sized to its share of the CPUs,
   its fork server stopped when its session ends
 
-Features register here as plugins of their own; backends are not plugins: they register through
-entry points (hardware/core/registry.py).
+Features register here as plugins of their own; those only a session of the plugin's needs (known
+bugs, the report writers, --repeat, the RVV codegen scan) register when it engages (``engagement.ON_ENGAGEMENT``).
+Backends are not plugins: they register through entry points (hardware/core/registry.py).
 """
 from accel_regress.core import registry as _registry
 
@@ -24,18 +26,17 @@ def _registered_plugins() -> list[str]:
 
 
 pytest_plugins = [
+    "accel_regress.plugin.engagement",
     "accel_regress.plugin.fixtures",
     "accel_regress.plugin.isolation",
     "accel_regress.plugin.recording",
     "accel_regress.plugin.terminal",
     "accel_regress.plugin.gc_freeze",
     "accel_regress.plugin.parallel",
-    "accel_regress.results.expectations",            # known bugs: XFAIL / strict XPASS, known hangs not attempted
-    "accel_regress.results.report.plugin",           # markdown, html and heatmaps after results.json
-    "accel_regress.plugin.repeat",                  # --repeat N: mixed outcomes are FLAKY k/N
     "accel_regress.plugin.hypothesis_setup",         # accel-ci (default) and explore profiles, once hypothesis is in use
     # The plugins backends and families bring (entry-point group accel_regress.plugins), e.g. the
-    # NPU's supported_devices marker or qemu-rvv's codegen scan in the records.
+    # NPU's supported_devices marker and options. Those only a session of the plugin's needs
+    # (accel_regress.session_plugins, e.g. qemu-rvv's codegen scan in the records) register when it engages.
     *_registered_plugins(),
     "accel_regress.plugin.options",                  # last: it gives every option above an ini twin
 ]

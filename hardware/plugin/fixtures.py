@@ -1,20 +1,27 @@
 """The ``hw`` fixture (one backend, with the session's fault, seed and bound) and ``golden_seed``;
-which (test, backend) pairs exist, and which SKIP before any input is made."""
+which (test, backend) pairs exist, which opt-in cases are generated at all, and which SKIP before
+any input is made. Only the plugin's own tests (plugin/engagement.py) are parametrized, filtered
+or deselected here: a project's own ``hw`` fixture or argument, and its own ``large`` tests, are
+its own."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from accel_regress.golden.case import Case
-from accel_regress.core import registry, runner
 from accel_regress.core.errors import SetupError, Unsupported
+from accel_regress.plugin import engagement, selection
+
+if TYPE_CHECKING:
+    from accel_regress.core import runner
+    from accel_regress.golden.case import Case
 
 
 class Hardware:
     """The ``hw`` fixture: one backend, with the session's fault and seed applied."""
 
     def __init__(self, name: str, config):
+        from accel_regress.core import registry
         self.name = name
         self.backend = registry.get(name)
         self.fault = config.getoption("inject_fault")
@@ -22,16 +29,39 @@ class Hardware:
         self.case_timeout = config.getoption("case_timeout")
 
     def run(self, case: Case, inputs) -> runner.Run:
+        from accel_regress.core import runner
         return runner.run_case(self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
 
     def __repr__(self) -> str:
         return f"<hw {self.name}>"
 
 
+def _ours(metafunc) -> bool:
+    """The test takes the plugin's ``hw`` (not a project's own fixture or argument of that name)."""
+    return engagement.uses_own_fixture(metafunc, "hw") and not engagement.parametrized_directly(metafunc.definition, "hw")
+
+
 def pytest_generate_tests(metafunc):
-    if "hw" in metafunc.fixturenames:
-        names = metafunc.config._accel_hw
+    if "hw" in metafunc.fixturenames and _ours(metafunc):
+        engagement.engage(metafunc.config)      # the fork server starts while the rest is collected
+        names = selection.selected(metafunc.config)
         metafunc.parametrize("hw", names, ids=names, indirect=True, scope="module")
+
+
+# pytest registers only functions named pytest_*: a second implementation of a hook in this module
+# is named pytest_<hook>_<what it does>, with specname.
+@pytest.hookimpl(wrapper=True, specname="pytest_generate_tests")
+def pytest_generate_tests_only_what_is_selected(metafunc):
+    """The opt-in cases (``large``, ``input_classes``: three of four of the suite's) become items
+    only when ``-m`` names their marker, instead of being made and then deselected."""
+    result = yield
+    config = metafunc.config
+    if engagement.engaged(config) and (_ours(metafunc) or engagement.family_of(metafunc.definition)):
+        calls = metafunc._calls
+        keep = [c for c in calls if not selection.opt_in_unwanted(config, {m.name for m in c.marks})]
+        if keep and len(keep) < len(calls):     # none left: pytest's own deselection says so
+            metafunc._calls = keep
+    return result
 
 
 NOT_APPLICABLE = pytest.StashKey[str]()
@@ -39,27 +69,44 @@ NOT_APPLICABLE = pytest.StashKey[str]()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """``-k`` / ``-m`` deselection first (three of four collected items are opt-in input classes or
-    large cases), so that what runs after it on every item (pytest's fixture reordering, the
-    NOT_APPLICABLE marking below, hypothesis) sees only the items that run. pytest's own functions
-    deselect, in pytest's order, so the same items go; its own pass then finds nothing left to
-    deselect. Runs after the expectations plugin's hook, which counts every collected test."""
+    """The plugin's opt-in cases that ``-m`` does not name are deselected (the rest of ``-m`` is
+    pytest's, unchanged, for every test). Then ``-k`` / ``-m`` over the plugin's items first, so
+    that what runs after it on every item (pytest's fixture reordering, the NOT_APPLICABLE marking
+    below, hypothesis) sees only the items that run; pytest's own functions, in pytest's order, so
+    the same items go, and its own pass later finds none of them left to deselect. Runs after the
+    expectations plugin's hook, which counts every collected test."""
+    ours = engagement.claim(config, items)
+    if not ours:
+        return
+    out = [i for i in ours if selection.opt_in_unwanted(config, {m.name for m in i.iter_markers()})]
+    if out:
+        config.hook.pytest_deselected(items=out)
+    gone = set(out)
+    kept = [i for i in ours if i not in gone]
     try:
         from _pytest.mark import deselect_by_keyword, deselect_by_mark
     except ImportError:         # a pytest without them: its own pass deselects, later
-        return
-    deselect_by_keyword(items, config)
-    deselect_by_mark(items, config)
+        pass
+    else:
+        deselect_by_keyword(kept, config)
+        deselect_by_mark(kept, config)
+    still = set(kept)
+    gone.update(i for i in ours if i not in still)
+    if gone:
+        items[:] = [i for i in items if i not in gone]
 
 
 @pytest.hookimpl(specname="pytest_collection_modifyitems")
-def skip_what_a_backend_cannot_run(config, items):
+def pytest_collection_modifyitems_skip_what_a_backend_cannot_run(config, items):
     """A backend that cannot run a family at all SKIPs its tests before any input is made."""
+    if not engagement.engaged(config):
+        return
+    from accel_regress.core import registry
     said: dict[tuple, Optional[str]] = {}
     for item in items:
         callspec = getattr(item, "callspec", None)
         family = item.get_closest_marker("family")
-        if callspec is None or "hw" not in callspec.params or family is None:
+        if callspec is None or "hw" not in callspec.params or family is None or not engagement.is_ours(item):
             continue
         key = (callspec.params["hw"], family.args[0])
         if key not in said:
@@ -74,6 +121,7 @@ def skip_what_a_backend_cannot_run(config, items):
 
 
 def _op_reason(name: str, op: str) -> Optional[str]:
+    from accel_regress.core import registry
     reason = registry.get(name).supports_op(op)
     return f"{name}: {reason}" if reason else None
 
@@ -89,6 +137,7 @@ def pytest_runtest_call(item):
 @pytest.fixture(scope="module")
 def hw(request) -> Hardware:
     __tracebackhide__ = True    # a set-up error is about the installation, not this code
+    from accel_regress.core import registry
     name = request.param
     reason = registry.availability(name)
     if reason:

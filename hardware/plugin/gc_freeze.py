@@ -8,6 +8,7 @@ over, one collection finalizes its garbage (an exception in a finalizer is still
 report) and what is left is frozen too, so that pytest's five collections after it find little.
 At exit they are unfrozen, so that the interpreter's last collection finalizes them as it did
 (native extensions such as IREE's nanobind runtime report frozen instances as leaks).
+Only in a session that is the plugin's (plugin/engagement.py): another project's garbage is its own.
 """
 from __future__ import annotations
 
@@ -16,21 +17,26 @@ import gc
 
 import pytest
 
+from accel_regress.plugin import engagement
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session):
-    _freeze()
+    if engagement.engaged(session.config):
+        _freeze()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session):
-    _freeze()
+    if engagement.engaged(session.config):
+        _freeze()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    gc.collect()
-    _freeze()
+    if engagement.engaged(config):
+        gc.collect()
+        _freeze()
 
 
 def _freeze() -> None:

@@ -11,7 +11,7 @@ from typing import Optional
 
 import pytest
 
-from accel_regress.core import devices, registry, runner
+from accel_regress.plugin import engagement, selection
 
 # Why the session stopped early, once something stopped it (read by accel_regress.plugin.recording).
 stop_reason: Optional[str] = None
@@ -32,6 +32,7 @@ def _is_xdist_controller(config) -> bool:
 def _preload_modules(names) -> list[str]:
     """Modules the fork server imports once, so every worker starts warm."""
     import importlib.util
+    from accel_regress.core import registry
     mods = []
     for name in names:
         if registry.availability(name) is not None:
@@ -40,9 +41,9 @@ def _preload_modules(names) -> list[str]:
     return [m for m in mods if importlib.util.find_spec(m.split(".")[0]) is not None]
 
 
-def pytest_configure(config):
-    config._accel_saved_runner = (runner.isolation, runner.hang_guard, runner.devices)
-    from accel_regress.core.isolation import Bounds, HangGuard
+def _settings(config) -> tuple:
+    """The worker's memory bound and the device pools; a bad value is a usage error."""
+    from accel_regress.core import devices
     from accel_regress.core.isolation.bounds import default_memory, parse_size
     try:
         memory = config.getoption("worker_memory")
@@ -50,23 +51,34 @@ def pytest_configure(config):
     except ValueError as exc:
         raise pytest.UsageError(f"--worker-memory: {exc}") from None
     try:
-        pools = devices.parse(config.getoption("devices"))
+        return memory_bytes, devices.parse(config.getoption("devices"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_configure(config):
+    """Options given are checked now; what they set up waits until the session is the plugin's
+    (``engaged`` below)."""
+    config._accel_isolation_settings = _settings(config) if engagement.explicit(config) else None
+    _save_stop_state(config)
+
+
+@pytest.hookimpl(tryfirst=True)     # the fork server first: it imports torch while the rest goes on
+def pytest_accel_regress_engaged(config):
+    from accel_regress.core import devices, runner
+    from accel_regress.core.isolation import Bounds, HangGuard
+    memory_bytes, pools = config._accel_isolation_settings or _settings(config)
+    config._accel_saved_runner = (runner.isolation, runner.hang_guard, runner.devices)
     runner.hang_guard = HangGuard(config.getoption("max_hangs"))
     lock_dir = config.getoption("device_lock_dir")
     runner.devices = devices.DeviceLocks(pools, lock_dir and Path(lock_dir),
                                          on_wait=lambda msg: print(f"accel-regress: {msg}", file=sys.stderr)) if pools else None
-    if config.getoption("isolation") == "process" and not _is_xdist_controller(config):
-        runner.isolation = _isolation_for(Bounds(memory_bytes=memory_bytes), _preload_modules(config._accel_hw))
-    else:
-        runner.isolation = None
+    runner.isolation = None
+    if (config.getoption("isolation") == "process" and not _is_xdist_controller(config)
+            and not config.option.collectonly):
+        runner.isolation = _isolation_for(Bounds(memory_bytes=memory_bytes), _preload_modules(selection.selected(config)))
+        runner.isolation.start()
     _install_stop_handlers(config)
-
-
-def pytest_sessionstart(session):
-    if runner.isolation is not None:
-        runner.isolation.start()      # the fork server imports torch while pytest collects
 
 
 _isolations: dict = {}
@@ -117,11 +129,14 @@ def pytest_keyboard_interrupt(excinfo):
     stop_reason = stop_reason or "SIGINT"
 
 
-def _install_stop_handlers(config) -> None:
+def _save_stop_state(config) -> None:
     global stop_reason, phase
     config._accel_saved_stop = (stop_reason, phase)
     stop_reason, phase = None, "starting"
     config._accel_old_sigterm = config._accel_old_sigint = config._accel_timer = None
+
+
+def _install_stop_handlers(config) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
@@ -151,11 +166,12 @@ def pytest_unconfigure(config):
         signal.signal(signal.SIGTERM, config._accel_old_sigterm)
     if getattr(config, "_accel_old_sigint", None) is not None:
         signal.signal(signal.SIGINT, config._accel_old_sigint)
-    if runner.devices is not None:
-        runner.devices.release()
     # A session inside a session (pytester's inline runs) hands the outer one its state back; the
     # fork server stays warm for the next session in this process (see _isolation_for).
     saved = getattr(config, "_accel_saved_runner", None)
     if saved is not None:
+        from accel_regress.core import runner
+        if runner.devices is not None:
+            runner.devices.release()
         runner.isolation, runner.hang_guard, runner.devices = saved
-        stop_reason, phase = getattr(config, "_accel_saved_stop", (None, "running"))
+    stop_reason, phase = getattr(config, "_accel_saved_stop", (None, "running"))

@@ -1,19 +1,20 @@
 """The suite's options: each one on the command line and in the ini file (``accel_<name>``), the
 command line winning (the feature plugins' options too); validation (a bad value is a usage error, never a traceback or a silent
-default); the backend selection; which marker expression applies."""
+default); which of them make a session the plugin's (plugin/engagement.py); the backend selection
+and the opt-in cases -m asks for are in plugin/selection.py."""
 from __future__ import annotations
 
 import math
 import os
-import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pytest
 
-from accel_regress.core import registry
 from accel_regress.core.isolation.bounds import MAX_SECONDS, seconds
+from accel_regress.plugin import engagement, selection
 
 
 def _folder(text: str) -> str:
@@ -26,6 +27,20 @@ def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise ValueError(f"{text!r} is negative")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{text!r} is not a fraction between 0 and 1")
     return value
 
 
@@ -45,6 +60,7 @@ class Option:
     repeat: bool = False            # may be given several times (a list)
     path: bool = False              # an ini value is relative to the ini file
     switch: bool = False            # a flag without a value (ini: true/false)
+    const: Any = None               # the value of the flag given bare (its value optional: --flag[=VALUE])
 
     @property
     def flag(self) -> str:
@@ -76,8 +92,24 @@ OPTIONS = (
            "pytest(-xdist) worker, e.g. 0,1 or npu=0,1 (repeatable)", repeat=True),
     Option("device_lock_dir", "DIR", "where the per-device lock files live (default $TMPDIR/accel-regress-devices)",
            path=True),
+    Option("gate_policy", "FILE", "release policy the reports' and terminal's verdict uses (default: the gate's "
+           "default policy: every backend the session asked for must run)", path=True),
+    Option("gate_baseline", "RESULTS.json", "an earlier results.json the verdict compares with (as gate --baseline)",
+           path=True),
+    Option("expectations", "DIR", "known-bug files, one per backend (default: <rootdir>/expectations when present)",
+           path=True),
+    Option("ignore_expectations", "", "run every case plainly: no XFAIL/XPASS, known hangs attempted",
+           switch=True, default=False),
+    Option("run_known_hangs", "", "attempt cases expected to HANG or CRASH (default: SKIP them with the entry's "
+           "reason)", switch=True, default=False),
+    Option("repeat", "N", "run every suite case N times (same worker and fresh workers, alternating); mixed "
+           "outcomes are FLAKY with their rate k/N (default 1)", _positive_int, 1),
     Option("no_golden_cache", "", "compute every golden afresh: neither read nor write the golden store "
            "($ACCEL_GOLDEN_CACHE, default ~/.cache/accel-regress/golden)", switch=True, default=False),
+    Option("verify_golden", "FRACTION", "recompute this share of the goldens read from the store and fail "
+           "naming any that differs (bare: every one; CI: 0.05)", _fraction, 0.0, const=1.0),
+    Option("golden_cache_shared", "", "the golden store is shared: accept a folder others can write or own "
+           "(also $ACCEL_GOLDEN_CACHE_SHARED=1)", switch=True, default=False),
 )
 
 
@@ -100,6 +132,7 @@ def pytest_addoption(parser):
             continue
         g.addoption(opt.flag, dest=opt.dest, default=None, metavar=opt.metavar,
                     action="append" if opt.repeat else "store",
+                    **({"nargs": "?", "const": str(opt.const)} if opt.const is not None else {}),
                     help=f"{opt.help} [ini: {opt.ini}]")
         parser.addini(opt.ini, f"{opt.flag} (the command line wins)", type="args" if opt.repeat else "string",
                       default=[] if opt.repeat else None)
@@ -165,48 +198,52 @@ def _check_session_timeout(config) -> None:
         raise pytest.UsageError(f"--session-timeout: {value!r} is not a number of seconds >= 0 (at most {MAX_SECONDS:g})")
 
 
-_LARGE = re.compile(r"\blarge\b")
-_INPUT_CLASSES = re.compile(r"\binput_classes\b")
-
-
-def _markexpr(config) -> str:
-    """``-m`` selects within the default set: ``large`` cases and the extra ``input_classes``
-    cases stay out unless the expression names them."""
-    expr = (config.getoption("markexpr", None) or "").strip()
+def _large_note(expr: str) -> str:
     if not expr:
-        config._accel_large = "large cases excluded (-m large runs them)"
-        return "not large and not input_classes"
-    classes = "" if _INPUT_CLASSES.search(expr) else " and not input_classes"
-    if _LARGE.search(expr):
-        config._accel_large = f"large cases as -m {expr!r} says"
-        return f"({expr}){classes}"
-    config._accel_large = f"large cases excluded (-m {expr!r} does not name 'large')"
-    return f"({expr}) and not large{classes}"
+        return "large cases excluded (-m large runs them)"
+    if selection.names(expr, "large"):
+        return f"large cases as -m {expr!r} says"
+    return f"large cases excluded (-m {expr!r} does not name 'large')"
+
+
+def _given(config) -> bool:
+    """An accel-regress option on the command line (before the ini file fills any in), or in the ini file."""
+    for opt in OPTIONS:
+        if config.getoption(opt.dest) not in (None, []) or config.getini(opt.ini) not in (None, "", []):
+            return True
+    for arg in _FEATURE:
+        if config.getoption(arg.dest) != arg.attrs().get("default") or config.getini("accel_" + arg.dest) not in (None, ""):
+            return True
+    return False
 
 
 @pytest.hookimpl(tryfirst=True)   # every other part of the plugin reads what this settles
 def pytest_configure(config):
-    config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
-    config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
-                            "family, excluded by default; run with -m input_classes")
+    explicit = _given(config) or engagement.rootdir_registers(config)
+    engagement.set_explicit(config, explicit)
     config.addinivalue_line("markers", "family(op): the operator family a test belongs to")
+    if explicit:    # generic names: registered only where the plugin is plainly in use
+        config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
+        config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
+                                "family, excluded by default; run with -m input_classes")
     for opt in OPTIONS:
         setattr(config.option, opt.dest, _resolve(config, opt))
     for arg in _FEATURE:
         _resolve_feature(config, arg)
     _check_session_timeout(config)
-    from accel_regress.golden import store
-    store.configure(enabled=not config.getoption("no_golden_cache"))
-    try:
-        store.max_bytes()
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    try:
-        config._accel_hw = registry.parse(config.getoption("hw"))
-    except registry.RegistrationError as exc:
-        raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
-    except ValueError as exc:
-        raise pytest.UsageError(f"--hw: {exc}") from None
+    # A store this process already uses (a session inside a session) starts each session afresh;
+    # one not imported yet is configured when the session engages.
+    if "accel_regress.golden.store" in sys.modules:
+        _configure_store(config, sys.modules["accel_regress.golden.store"])
+    if os.environ.get("ACCEL_GOLDEN_CACHE_BYTES") is not None:
+        from accel_regress.golden import store
+        try:
+            store.max_bytes()
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config._accel_hw = None
+    if config.getoption("hw") is not None:
+        selection.selected(config)        # a named backend is checked now; no backend is probed
     spec = config.getoption("inject_fault")
     if spec:
         from accel_regress.core import faults
@@ -216,10 +253,30 @@ def pytest_configure(config):
             raise pytest.UsageError(str(exc) if isinstance(exc, ValueError) else
                                     f"--inject-fault {spec}: cannot load it: {type(exc).__name__}: {exc}") from None
     # --collect-only writes no reports (and so leaves the last run's alone).
-    if not config.option.xmlpath and not hasattr(config, "workerinput") and not config.option.collectonly:
+    if explicit and not config.option.xmlpath and not hasattr(config, "workerinput") and not config.option.collectonly:
         config.option.xmlpath = str(Path(config.getoption("report_dir")) / "junit.xml")
-    config.option.markexpr = _markexpr(config)
+    expr = (config.getoption("markexpr", None) or "").strip()
+    selection.set_expression(config, expr)
+    config._accel_large = _large_note(expr)
+
+
+def _configure_store(config, store) -> None:
+    store.configure(enabled=not config.getoption("no_golden_cache"), verify=config.getoption("verify_golden"),
+                    shared=config.getoption("golden_cache_shared") or None)
+
+
+@pytest.hookimpl(tryfirst=True)     # before any golden is asked for, or any backend
+def pytest_accel_regress_engaged(config):
+    from accel_regress.core import registry
+    from accel_regress.golden import store
+    _configure_store(config, store)
+    try:
+        registry.check()        # a registration that cannot be loaded is a usage error
+    except registry.RegistrationError as exc:
+        raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
+    selection.selected(config)
 
 
 def pytest_report_header(config):
-    return [f"accel-regress: backends {','.join(config._accel_hw) or '(none)'}; {config._accel_large}"]
+    if engagement.explicit(config):
+        return [f"accel-regress: backends {','.join(selection.selected(config)) or '(none)'}; {config._accel_large}"]

@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from accel_regress.plugin import isolation
+from accel_regress.plugin import engagement, isolation
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -34,7 +34,10 @@ def threads_per_worker(workers: int) -> int:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_setupnodes(config, specs):
-    """Called in the controller just before it starts the workers."""
+    """Called in the controller just before it starts the workers (which collect; the controller
+    does not): so only where the session is plainly the plugin's."""
+    if not engagement.explicit(config):
+        return
     threads = str(threads_per_worker(len(specs)))
     added = [var for var in THREAD_VARIABLES if var not in os.environ]
     for var in added:

@@ -4,22 +4,22 @@ running when the session stopped are recorded as INTERRUPTED."""
 from __future__ import annotations
 
 import os
-import platform
 import shlex
-import socket
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from accel_regress.golden.compare import Mismatch
-from accel_regress.core import registry, runner, verdicts
-from accel_regress.results import report_dir, record as results, strict_json
+from accel_regress.core import verdicts
+from accel_regress.results import report_dir, strict_json
 from accel_regress.core.errors import SetupError, VerdictError
-from accel_regress.plugin import isolation
+from accel_regress.plugin import engagement, isolation, selection
 from accel_regress.plugin.fixtures import NOT_APPLICABLE
+
+if TYPE_CHECKING:
+    from accel_regress.core import runner
 
 _RECORD = pytest.StashKey[dict]()
 PROP = "accel_regress"      # the JUnit property that carries a case's record, as JSON
@@ -34,7 +34,14 @@ def pytest_configure(config):
     global _config, _started
     config._accel_saved_recording = (_config, _started, _finished[0])
     _config, _started, _finished[0] = config, {}, 0
+    config._accel_started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def pytest_accel_regress_engaged(config):
+    from accel_regress.core import runner
     runner.observer = _observe
+    if not isolation.is_worker(config) and not config.option.collectonly:
+        _open_sink(config)   # --collect-only writes no reports and leaves the last run's alone
 
 
 def pytest_unconfigure(config):
@@ -63,6 +70,8 @@ def _new_record(item) -> dict:
 @pytest.hookimpl(tryfirst=True)   # before pytest's own skip marks, so a SKIP is a result too
 def pytest_runtest_setup(item):
     global _current
+    if not engagement.engaged(item.config):
+        return
     # Every test is a result (the headline counts what pytest counts); backend None when it runs on none.
     item.stash[_RECORD] = _current = _new_record(item)
 
@@ -86,6 +95,7 @@ def _classify(rec: dict, report, call) -> None:
     # pytest's own failure text stays (the --tb style, the test's file and line, add_note lines);
     # what the verdict adds goes in a section after it.
     exc = call.excinfo.value if call and call.excinfo else None
+    from accel_regress.golden.compare import Mismatch
     if isinstance(exc, VerdictError):
         rec["verdict"], rec["stage"] = exc.verdict, exc.stage
         rec["message"] = exc.message
@@ -127,7 +137,7 @@ def pytest_runtest_makereport(item, call):
     report = yield
     rec = item.stash.get(_RECORD, None)
     if rec is None:
-        if report.failed:
+        if report.failed and engagement.engaged(item.config):
             _add_section(report, "rerun this case", rerun_line(item, None))
         return report
     _classify(rec, report, call)
@@ -146,9 +156,11 @@ def pytest_runtest_makereport(item, call):
 
 
 def rerun_line(item, backend: Optional[str]) -> str:
-    """The command that reruns exactly this case, with the options that shaped it."""
+    """The command that reruns exactly this case, with the options that shaped it, from the
+    directory pytest was started in (its test path relative to it, as pytest's own summary)."""
     config = item.config
-    argv = ["python", "-m", "pytest", item.nodeid]
+    from accel_regress.results.summary import rerun_target
+    argv = ["python", "-m", "pytest", rerun_target(item.nodeid, str(config.rootpath), str(config.invocation_params.dir))]
     if backend:
         argv += ["--hw", backend]
     if config.getoption("golden_seed"):
@@ -157,6 +169,15 @@ def rerun_line(item, backend: Optional[str]) -> str:
         argv += ["--inject-fault", config.getoption("inject_fault")]
     if config.getoption("case_timeout") is not None:
         argv += ["--case-timeout", f"{config.getoption('case_timeout'):g}"]
+    # The rest of what the summary's rerun line carries (results/summary.py), where not the default.
+    for dest, default in (("repeat", 1), ("expectations", None)):
+        value = config.getoption(dest, default)
+        if value != default:
+            argv += ["--" + dest.replace("_", "-"), str(value)]
+    argv += [f"--{d.replace('_', '-')}" for d in ("ignore_expectations", "run_known_hangs") if config.getoption(d, False)]
+    opt_in = [m for m in ("large", "input_classes") if item.get_closest_marker(m) is not None]
+    if opt_in and engagement.is_ours(item):     # deselected unless -m names them
+        argv += ["-m", " and ".join(opt_in)]
     return shlex.join(argv)
 
 
@@ -182,25 +203,30 @@ def _finish_record(rec: dict) -> dict:
 
 
 def _backends_info(names) -> dict:
+    """Every registered backend; the selected ones probed (once: registry caches it), the others
+    only named, so that a one-backend run starts no other backend's tools."""
+    from accel_regress.core import registry, runner
     info = {}
     for name in registry.names():
+        if name not in names:
+            info[name] = {"selected": False, "available": None, "reason": "not selected (not probed)", "kind": None}
+            continue
         reason = registry.availability(name)
-        b = registry.get(name)
-        entry = {"selected": name in names, "available": reason is None, "reason": reason, "kind": b.kind}
-        if reason is None and name in names:
+        entry = {"selected": True, "available": reason is None, "reason": reason, "kind": registry.get(name).kind}
+        if reason is None:
             entry["versions"] = runner.versions_of(name)
         info[name] = entry
     return info
 
 
-def pytest_sessionstart(session):
-    config = session.config
-    if isolation.is_worker(config) or config.option.collectonly:
-        return     # --collect-only writes no reports and leaves the last run's alone
-    names = config._accel_hw
-    meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
+def _open_sink(config) -> None:
+    import platform
+    import socket
+    from accel_regress.results import record as results
+    names = selection.selected(config)
+    meta = {"started": config._accel_started, "host": socket.gethostname(),
             "platform": platform.platform(), "python": sys.version.split()[0], "argv": sys.argv[1:],
-            "cwd": os.getcwd(), "hw": names, "fault": config.getoption("inject_fault"),
+            "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("inject_fault"),
             "golden_seed": config.getoption("golden_seed"), "interrupted": False}
     folder = Path(config.getoption("report_dir"))
     try:
@@ -221,7 +247,8 @@ def pytest_runtest_logreport(report):
     _finished[0] += 1
     _started.pop(report.nodeid, None)
     for key, value in report.user_properties:
-        if key == PROP:
+        if key == PROP and _config is not None:
+            engagement.engage(_config)      # an xdist controller learns it from its workers' records
             sink = getattr(_config, "_accel_sink", None)
             if sink is not None:
                 sink.add(strict_json.loads(value))
@@ -259,6 +286,7 @@ def pytest_collectreport(report):
 
 def _backend_in(nodeid: str) -> Optional[str]:
     """The backend named in a test id's parameters (the ``hw`` parameter), if any."""
+    from accel_regress.core import registry
     parts = nodeid.rpartition("[")[2].rstrip("]")
     return next((n for n in sorted(registry.names(), key=len, reverse=True)
                  if parts == n or parts.startswith(n + "-") or parts.endswith("-" + n) or f"-{n}-" in parts), None)

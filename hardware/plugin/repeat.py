@@ -32,11 +32,8 @@ class Flaky(VerdictError):
     default_stage = "compare"
 
 
-def pytest_addoption(parser):
-    parser.getgroup("accel-regress").addoption(
-        "--repeat", type=int, default=1, metavar="N",
-        help="run every suite case N times (same worker and fresh workers, alternating); mixed outcomes "
-             "are FLAKY with their rate k/N (default 1)")
+# Its option (--repeat) is declared with the core's (plugin/options.py): this plugin is registered
+# only once a session is the plugin's (plugin/engagement.py).
 
 
 _repeat = 1

@@ -255,14 +255,8 @@ _OUTCOME = pytest.StashKey[dict]()
 _DONE = pytest.StashKey[bool]()
 
 
-def pytest_addoption(parser):
-    g = parser.getgroup("accel-regress")
-    g.addoption("--expectations", default=None, metavar="DIR",
-                help="known-bug files, one per backend (default: <rootdir>/expectations when present)")
-    g.addoption("--ignore-expectations", action="store_true", default=False,
-                help="run every case plainly: no XFAIL/XPASS, known hangs attempted")
-    g.addoption("--run-known-hangs", action="store_true", default=False,
-                help="attempt cases expected to HANG or CRASH (default: SKIP them with the entry's reason)")
+# Its options (--expectations, --ignore-expectations, --run-known-hangs) are declared with the core's
+# (plugin/options.py): this plugin is registered only once a session is the plugin's (plugin/engagement.py).
 
 
 def pytest_configure(config):
@@ -541,7 +535,7 @@ def pytest_accel_regress_session_finished(config, data, report_dir):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     summary = getattr(config, "_accel_exp_summary", None)
-    if not summary or not (summary["xfail"] or summary["xpass"] or summary["not_attempted"] or summary["stale"]):
+    if config.get_verbosity() < 0 or not summary or not (summary["xfail"] or summary["xpass"] or summary["not_attempted"] or summary["stale"]):
         return
     tr = terminalreporter
     tr.section("accel-regress expectations")

@@ -3,8 +3,10 @@ of a run with an injected fault), then the family x backend table, what did not 
 the SKIPs that matter, and every non-passing case with the line that reruns it."""
 from __future__ import annotations
 
+import os
 import shlex
 from collections import Counter
+from pathlib import Path
 from typing import Optional
 
 from accel_regress.core import verdicts
@@ -42,10 +44,20 @@ def _option(argv: list, name: str) -> Optional[str]:
     return None
 
 
+def rerun_target(nodeid: str, rootdir: Optional[str], cwd: Optional[str]) -> str:
+    """``nodeid`` (its path relative to the rootdir) as a pytest argument that works in ``cwd``,
+    the directory pytest was started in: a run started elsewhere than the rootdir reruns from there."""
+    path, sep, rest = nodeid.partition("::")
+    if not rootdir or not cwd or os.path.abspath(rootdir) == os.path.abspath(cwd):
+        return nodeid
+    return Path(os.path.relpath(os.path.join(rootdir, path), cwd)).as_posix() + sep + rest
+
+
 def rerun_line(case: dict, session: dict) -> str:
-    """One command that runs exactly this case again, with the options that shaped it."""
+    """One command that runs exactly this case again, with the options that shaped it, from the
+    directory the run was started in."""
     argv = [str(a) for a in session.get("argv") or []]
-    cmd = ["python", "-m", "pytest", case["nodeid"]]
+    cmd = ["python", "-m", "pytest", rerun_target(case["nodeid"], session.get("rootdir"), session.get("cwd"))]
     if case.get("backend"):
         cmd += ["--hw", case["backend"]]
     if session.get("golden_seed"):
@@ -57,8 +69,9 @@ def rerun_line(case: dict, session: dict) -> str:
         if value is not None:
             cmd += [name, value]
     cmd += [f for f in _FLAG_OPTIONS if f in argv]
-    if "large" in ((case.get("detail") or {}).get("markers") or []):
-        cmd += ["-m", "large"]
+    opt_in = [m for m in ("large", "input_classes") if m in ((case.get("detail") or {}).get("markers") or [])]
+    if opt_in:
+        cmd += ["-m", " and ".join(opt_in)]
     return shlex.join(cmd)
 
 

@@ -147,6 +147,7 @@ def test_manifest_naming_other_code_is_corrupt(where):
     (entry,) = [p for p in where.glob("??/*") if not p.name.startswith(".")]
     meta = json.loads((entry / store.MANIFEST).read_text())
     meta["tree"] = {"t": "dataclass", "cls": "os:system", "items": [["command", {"t": "scalar", "v": "true"}]]}
+    meta["mac"] = store._mac(store._signing_key(), entry.name, meta)   # even signed, no other code runs
     (entry / store.MANIFEST).write_text(json.dumps(meta))
     store.clear_memo()
     with pytest.warns(store.GoldenStoreWarning, match="not a golden class"):

@@ -67,8 +67,29 @@ def test_error_model_is_not_vacuous():
     case = golden.make_case((4099,))
     inputs = golden.make_inputs(case)
     ref, got = golden.reference(inputs)["y"], emu.run(case, inputs)["y"]
-    tol = golden.tolerance(inputs, golden.reference(inputs))["y"]
+    tol = golden.tolerances(case, inputs, golden.reference(inputs))["y"].tol
     ratio = np.max(np.abs(got - ref) / tol)
     assert 0.01 < ratio <= 1.0
     bad = emu.FAULTS["gelu-tanh-approx"](case, {"y": got})["y"]
     assert np.max(np.abs(bad - ref) / tol) > 10
+
+
+def test_example_keeps_torch_out_of_the_pytest_process(team):
+    """gelu-toy runs torch's GELU, in the isolated worker only: versions() reads torch's version
+    from the installed metadata."""
+    team.makeconftest("import sys\n"
+                      "def pytest_sessionfinish(session):\n"
+                      "    open('torch-in-pytest.txt', 'w').write(str('torch' in sys.modules))\n")
+    team.runpytest_subprocess("tests", "--hw", "emu,gelu-toy").assert_outcomes(passed=6)
+    assert (team.path / "torch-in-pytest.txt").read_text() == "False"
+
+
+def test_example_output_contract_fails_a_float64_result(team):
+    """Right values in a wrong dtype are a FAIL naming the contract, before any comparison."""
+    fault = team.path / "widen.py"
+    fault.write_text("import numpy as np\n"
+                     "def widen(case, outputs):\n"
+                     "    return {**outputs, 'y': outputs['y'].astype(np.float64)}\n")
+    res = team.runpytest_subprocess("tests", "--isolation", "none", "--hw", "emu", "--inject-fault", f"{fault}:widen")
+    res.assert_outcomes(failed=3)
+    res.stdout.fnmatch_lines(["*broke the gelu output contract: y: expected float32 (64,), got float64 (64,)*"])

@@ -21,7 +21,7 @@ def wheel(tmp_path_factory):
         pytest.skip("not a source checkout")
     src = tmp_path_factory.mktemp("src")
     # Built from a copy, so the checkout gets no build/ or egg-info.
-    for name in ("pyproject.toml", "setup.py", "README.md", *FOLDERS):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", *FOLDERS):
         (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(
             REPO / name, src / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / name).is_dir() else {}))
     out = tmp_path_factory.mktemp("wheel")
@@ -46,3 +46,21 @@ def test_wheel_declares_the_plugin_and_the_builtin_registrations(wheel):
     assert "[pytest11]\naccel-regress = accel_regress.plugin" in eps
     assert "[accel_regress.backends]" in eps and "emu = accel_regress.backends.emu:EmuBackend" in eps
     assert "[accel_regress.families]" in eps and "[accel_regress.emu_models]" in eps
+
+
+def test_wheel_declares_ranges_licence_and_authors(wheel):
+    """An outside team on another torch or IREE can install it; the exact pins are this
+    repository's own (constraints.txt)."""
+    import email.parser
+    meta = email.parser.Parser().parsestr(next(wheel.read(n).decode() for n in wheel.namelist()
+                                               if n.endswith(".dist-info/METADATA")))
+    requires = meta.get_all("Requires-Dist")
+    assert not [r for r in requires if "==" in r.partition(";")[0]], requires
+    assert any(r.startswith("torch") and ">=" in r and "<" in r for r in requires), requires
+    assert any(r.startswith("iree-base-compiler") and ">=" in r and 'extra == "iree"' in r for r in requires), requires
+    assert meta["License-Expression"] == "Apache-2.0" and meta["Author"]
+    assert "LICENSE" in meta.get_all("License-File")
+    licence = next(n for n in wheel.namelist() if n.endswith(".dist-info/licenses/LICENSE"))
+    assert wheel.read(licence).decode().split()[:2] == ["Apache", "License"]
+    pins = (REPO / "constraints.txt").read_text()
+    assert "torch==2.13.0" in pins and "iree-base-compiler==3.13.0" in pins

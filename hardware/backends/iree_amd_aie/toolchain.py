@@ -72,6 +72,11 @@ def lists(help_text: str, flag: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", help_text) is not None
 
 
+def lists_prefix(help_text: str, prefix: str) -> bool:
+    """Whether any option in ``help_text`` starts with ``prefix`` (``--iree-amdaie-``)."""
+    return re.search(rf"(?<![\w-]){re.escape(prefix)}[\w-]", help_text) is not None
+
+
 def enum_values(help_text: str, flag: str) -> tuple[str, ...]:
     """The values LLVM lists under an enum option (``  =xrt   -   xrt device HAL`` lines)."""
     match = re.search(rf"(?<![\w-]){re.escape(flag)}=<[^>]*>.*?\n((?:\s+=[\w-]+.*\n?)+)", help_text)

@@ -30,13 +30,8 @@ def _report_dir(config) -> Path:
     return Path(config.getoption("report_dir"))
 
 
-def pytest_addoption(parser):
-    g = parser.getgroup("accel-regress")
-    g.addoption("--gate-policy", default=None, metavar="FILE",
-                help="release policy the reports' and terminal's verdict uses (default: the gate's default "
-                     "policy: every backend the session asked for must run)")
-    g.addoption("--gate-baseline", default=None, metavar="RESULTS.json",
-                help="an earlier results.json the verdict compares with (as gate --baseline)")
+# Its options (--gate-policy, --gate-baseline) are declared with the core's (plugin/options.py): this
+# plugin is registered only once a session is the plugin's (plugin/engagement.py).
 
 
 def pytest_configure(config):
@@ -164,6 +159,6 @@ def pytest_accel_regress_session_finished(config, data, report_dir):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     written = getattr(config, "_accel_reports", None)
-    if written:
+    if written and config.get_verbosity() >= 0:
         terminalreporter.write_line(f"report: {written['index']} ({len(written['heatmaps'])} heatmap(s)), "
                                     f"{written['summary']}")

@@ -1,0 +1,5 @@
+.section .rodata
+.balign 64
+.globl accel_input_0
+accel_input_0:
+.incbin "input_0.bin"

@@ -1,0 +1,214 @@
+"""What each registered piece of an operator family provides, declared as typing.Protocols and
+checked when a registration is loaded (core/registry.py), so that a team learns what its module
+lacks from one message naming its registration, never from a device FAIL per case.
+
+Each entry-point group has a Protocol of what the suite calls (``Required``) and one of what it
+calls when present (``Optional``): a module (or, for backends, an instance) is checked for each
+member's presence, that it is callable with the arguments the suite passes, and the type of each
+constant. The Protocols are also the documentation: the README's outside-team guide points here.
+
+The one tolerance entry point is ``tolerances(case, inputs, ref) -> {output: ErrorModel}``
+(``ErrorModel`` from accel_regress.golden.tolerance: the allowance and which statistical checks
+apply). A family that has it is checked; the built-ins still have their own per-family names
+(``tolerance_for``, ``tolerance``, ``error_model``), which their tests call directly.
+"""
+import inspect
+from collections.abc import Mapping
+from typing import Any, Callable, Optional, Protocol, get_type_hints
+
+import numpy as np
+
+from accel_regress.golden.case import Case
+from accel_regress.golden.tolerance import ErrorModel
+
+Arrays = Mapping[str, np.ndarray]
+# output name (or "*" for every other output) -> (numpy dtype name, logical shape or None: any)
+OutputContract = Mapping[str, tuple[str, Optional[tuple[int, ...]]]]
+
+
+class Fault(Protocol):
+    """A documented bug, applied to a backend's outputs before comparison (``--inject-fault``).
+
+    It gets the case and the outputs only: not the inputs, the reference or the backend. Inputs,
+    where a fault needs them, are a function of the case (the golden module's ``make_inputs``).
+    It may raise accel_regress.Hang / Crash / CompileError, or really hang or kill its process."""
+
+    def __call__(self, case: Case, outputs: Arrays) -> Arrays: ...
+
+
+class GoldenModule(Protocol):
+    """``accel_regress.families``: what is right for the family. Knows no device; imports
+    nothing of accel_regress but accel_regress.golden."""
+
+    OP: str                                   # the id it is registered under (case.op)
+
+    def make_inputs(self, case: Case) -> Arrays: ...
+
+
+class GoldenModuleOptional(Protocol):
+    def output_contract(self, case: Case) -> OutputContract: ...
+
+    def tolerances(self, case: Case, inputs: Arrays, ref: Arrays) -> Mapping[str, ErrorModel]: ...
+
+
+class EmuModel(Protocol):
+    """``accel_regress.emu_models``: the device's arithmetic, in the device's order and formats."""
+
+    def run(self, case: Case, inputs: Arrays) -> Arrays: ...
+
+
+class EmuModelOptional(Protocol):
+    FAULTS: Mapping[str, Fault]               # the family's documented bugs, by --inject-fault name
+
+    def timeout(self, case: Case) -> float: ...
+
+    def supports_inputs(self, case: Case) -> Optional[str]: ...   # an input class its formats cannot hold
+
+
+class IreeProgram(Protocol):
+    """``accel_regress.iree_programs``: the linalg program IREE backends compile
+    (accel_regress.toolchains.iree.program.Program: MLIR text, entry, input and output names)."""
+
+    def program(self, case: Case) -> Any: ...
+
+
+class IreeProgramOptional(Protocol):
+    RISCV_VARIANTS: bool                      # False: params["variant"] is not a RISC-V flag variant
+
+    def plan(self, case: Case) -> Any: ...    # programs run one after another (a runlist)
+
+    def unsupported(self, case: Case) -> Optional[str]: ...
+
+
+class Backend(Protocol):
+    """``accel_regress.backends`` (name = "module:Class"): the class, instantiated with no
+    arguments. Subclassing accel_regress.core.backend.Backend gives every member but ``run``."""
+
+    kind: str
+    description: str
+
+    def availability(self) -> Optional[str]: ...
+
+    def supports_op(self, op: str) -> Optional[str]: ...
+
+    def supports(self, case: Case) -> Optional[str]: ...
+
+    def supports_inputs(self, case: Case) -> Optional[str]: ...
+
+    def versions(self) -> Mapping[str, str]: ...
+
+    def timeout(self, case: Case) -> float: ...
+
+    def run(self, case: Case, inputs: Arrays) -> Arrays: ...
+
+    def preload_modules(self) -> list[str]: ...
+
+    def reset(self) -> None: ...
+
+
+class BackendOptional(Protocol):
+    pass
+
+
+# registry kind -> (what must be there, what is checked when there); the plugin and command groups
+# hold a pytest plugin module and a main(argv) function, which pytest and the command line check.
+CONTRACTS: dict[str, tuple[type, type]] = {
+    "family": (GoldenModule, GoldenModuleOptional),
+    "emu_model": (EmuModel, EmuModelOptional),
+    "iree_program": (IreeProgram, IreeProgramOptional),
+    "backend": (Backend, BackendOptional),
+}
+
+
+def _members(proto: type) -> tuple[dict[str, Any], dict[str, Callable]]:
+    """A Protocol's constants (name -> type) and methods (name -> function)."""
+    hints = get_type_hints(proto)
+    methods = {k: v for k, v in vars(proto).items() if callable(v) and not k.startswith("_")}
+    return hints, methods
+
+
+def _signature(fn: Callable) -> str:
+    params = list(inspect.signature(fn).parameters)[1:]      # without self
+    return f"{fn.__name__}({', '.join(params)})"
+
+
+def _arity(fn: Callable) -> int:
+    return len(inspect.signature(fn).parameters) - 1
+
+
+def _callable_with(obj: Callable, n: int) -> Optional[str]:
+    """None when ``obj`` accepts ``n`` positional arguments; else its signature."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None                  # a builtin without a signature: cannot tell, trust it
+    try:
+        sig.bind(*([None] * n))
+    except TypeError:
+        return f"{getattr(obj, '__name__', type(obj).__name__)}{sig}"
+    return None
+
+
+def _check_value(name: str, value: Any, hint: Any) -> Optional[str]:
+    if hint is str and not isinstance(value, str):
+        return f"{name} is {type(value).__name__} {value!r}, not a str"
+    if hint is bool and not isinstance(value, bool):
+        return f"{name} is {type(value).__name__} {value!r}, not a bool"
+    if getattr(hint, "__origin__", None) is Mapping:
+        if not isinstance(value, Mapping):
+            return f"{name} is {type(value).__name__}, not a mapping"
+        if hint.__args__[1] is Fault:
+            bad = [f"{k!r}: {problem}" for k, f in value.items()
+                   for problem in [fault_problem(f)] if problem]
+            if bad:
+                return f"{name} has faults that break the Fault contract ({'; '.join(bad)})"
+    return None
+
+
+def fault_problem(fn: Any) -> Optional[str]:
+    """Why ``fn`` cannot be a Fault (fault(case, outputs) -> outputs), or None."""
+    if not callable(fn):
+        return f"{type(fn).__name__} is not callable"
+    wrong = _callable_with(fn, 2)
+    return f"{wrong} cannot be called as fault(case, outputs)" if wrong else None
+
+
+def problems(kind: str, obj: Any) -> list[str]:
+    """What ``obj`` (a module, or a backend instance) lacks or gets wrong of its kind's contract."""
+    if kind not in CONTRACTS:
+        return []
+    required, optional = CONTRACTS[kind]
+    out = []
+    for proto, must in ((required, True), (optional, False)):
+        hints, methods = _members(proto)
+        for name, hint in hints.items():
+            if not hasattr(obj, name):
+                if must:
+                    out.append(f"no {name} ({getattr(hint, '__name__', hint)})")
+                continue
+            problem = _check_value(name, getattr(obj, name), hint)
+            if problem:
+                out.append(problem)
+        for name, fn in methods.items():
+            if not hasattr(obj, name):
+                if must:
+                    out.append(f"no {_signature(fn)}")
+                continue
+            value = getattr(obj, name)
+            if not callable(value):
+                out.append(f"{name} is {type(value).__name__}, not a function {_signature(fn)}")
+                continue
+            wrong = _callable_with(value, _arity(fn))
+            if wrong:
+                out.append(f"{wrong} cannot be called as {_signature(fn)}")
+    return out
+
+
+def describe(kind: str) -> str:
+    """The contract of ``kind`` in one line, for messages: required, then (optional) members."""
+    required, optional = CONTRACTS[kind]
+    parts = []
+    for proto, fmt in ((required, "{}"), (optional, "[{}]")):
+        hints, methods = _members(proto)
+        parts += [fmt.format(n) for n in hints] + [fmt.format(_signature(f)) for f in methods.values()]
+    return f"{required.__module__}.{required.__qualname__}: {', '.join(parts)}"

@@ -1,0 +1,46 @@
+"""What a session selects of the plugin's: its backends, and the opt-in cases ``-m`` asks for.
+
+Shared by the plugin's parts (options settles them; fixtures, isolation and recording read them).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+_OPT_IN = {"large": re.compile(r"\blarge\b"), "input_classes": re.compile(r"\binput_classes\b")}
+_USER_EXPR = pytest.StashKey[str]()
+
+
+def set_expression(config, expr: str) -> None:
+    config.stash[_USER_EXPR] = expr
+
+
+def names(expr: str, marker: str) -> bool:
+    return bool(_OPT_IN[marker].search(expr))
+
+
+def wants(config, marker: str) -> bool:
+    """Whether the user's ``-m`` names an opt-in marker (``large``, ``input_classes``): the
+    plugin's cases so marked are generated and run only then. The expression itself is pytest's
+    to apply, unchanged, to every test."""
+    return bool(_OPT_IN[marker].search(config.stash.get(_USER_EXPR, "")))
+
+
+def opt_in_unwanted(config, names) -> bool:
+    """A case with these marker names is an opt-in one the selection does not ask for."""
+    return any(m in names and not wants(config, m) for m in _OPT_IN)
+
+
+def selected(config) -> list[str]:
+    """The backends of this session (``--hw``, else $ACCEL_HW, else every available one: each
+    probed once, and only when the session has items of the plugin's)."""
+    if getattr(config, "_accel_hw", None) is None:
+        from accel_regress.core import registry
+        try:
+            config._accel_hw = registry.parse(config.getoption("hw"))
+        except registry.RegistrationError as exc:
+            raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
+        except ValueError as exc:
+            raise pytest.UsageError(f"--hw: {exc}") from None
+    return config._accel_hw

@@ -1,0 +1,296 @@
+"""``accel-regress bisect TEST --package P1[,P2...] --good V1 --bad V2`` (or ``--toolchain-dir DIR...``).
+
+Finds the last good and the first bad release of a toolchain for one test: the versions between
+V1 and V2 that every named package has on the configured index (installed together, one
+environment per version), the test run in each as the suite runs it (isolated, the same
+``--golden-seed``), a binary search between the two ends. Prints every step's verdict and message,
+the time taken, and the upstream range (release tags, compare links). A step whose environment
+cannot be built, or whose verdict is neither the good one (PASS unless --good-verdict) nor the
+bad one (the bad end's verdict unless --bad-verdict; its message must match --match REGEX when
+given), is skipped like ``git bisect skip``.
+
+``--toolchain-dir DIR...`` bisects toolchains installed side by side instead (a qemu or clang
+build, an mlir-aie install, a folder of Python packages), oldest first: each step puts DIR/bin
+first on PATH and DIR's Python packages (DIR/site, DIR/site-packages, DIR/lib/python*/site-packages,
+or DIR itself when it holds packages) first on PYTHONPATH; --good / --bad name two of them
+(default the first and the last).
+
+Exit status: 0 when the range is found (also when the good end already shows the bug: then it is
+there since the oldest version tried), 2 on a usage error or ends that do not give a good and a
+bad verdict.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from accel_regress.results.bisect import envs, search, step, upstream_range, versions
+from accel_regress.util.atomic import write_atomic
+from accel_regress.util.derived_cache import user_cache
+
+
+def parser(prog: str = "accel-regress bisect") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.strip().splitlines()[0])
+    p.add_argument("test", help="the pytest node id of one case, e.g. "
+                   "'tests/test_f32_reductions.py::test_f32_reduction[iree-cpu-erf-64-v-vlen256-specials]'")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--package", metavar="P1[,P2...]", help="packages installed together at each version")
+    src.add_argument("--toolchain-dir", nargs="+", type=Path, metavar="DIR",
+                     help="toolchains installed side by side, oldest first")
+    p.add_argument("--good", help="a version (or toolchain dir) where the test gives the good verdict")
+    p.add_argument("--bad", help="a version (or toolchain dir) where it gives the bad one")
+    p.add_argument("--hw", help="backend (default: the one the test id carries)")
+    p.add_argument("--golden-seed", type=int, default=0, help="the inputs' seed, as in the suite (default 0)")
+    p.add_argument("--good-verdict", default="PASS", help="the verdict that counts as good (default PASS)")
+    p.add_argument("--bad-verdict", help="the verdict that counts as bad (default: the bad end's)")
+    p.add_argument("--match", metavar="REGEX", help="a bad step's message must match this too (else skipped)")
+    p.add_argument("--pre", action="store_true", help="include pre-releases from the index")
+    p.add_argument("--installer", default="auto", choices=envs.INSTALLERS,
+                   help="what builds the environments: uv when installed (default), else pip")
+    p.add_argument("--env-cache", type=Path, help="environment cache folder (default $ACCEL_BISECT_ENVS, "
+                   "else ~/.cache/accel-regress/bisect-envs)")
+    p.add_argument("--env-cache-bytes", type=int, help="size bound of that cache (default "
+                   "$ACCEL_BISECT_ENV_BYTES, else 8 GiB)")
+    p.add_argument("--fresh", action="store_true", help="forget this bisect's journal: rerun every step")
+    p.add_argument("--step-timeout", type=float, default=1800.0, help="bound for one step's pytest run (s)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+    return p
+
+
+def _sha256_file(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def toolchain_paths(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(Python package folders, executable folders) of a toolchain installed in ``folder``."""
+    py = [p for p in (folder / "site", folder / "site-packages") if p.is_dir()]
+    py += sorted(folder.glob("lib/python*/site-packages"))
+    if not py and (any(folder.glob("*.dist-info")) or any(folder.glob("*/__init__.py"))):
+        py.append(folder)
+    return py, [p for p in (folder / "bin",) if p.is_dir()]
+
+
+class Bisection:
+    def __init__(self, args, out=None):
+        self.args = args
+        self.out = out or sys.stdout
+        self.bad_verdict = args.bad_verdict
+        self.match = re.compile(args.match) if args.match else None
+        self.outcomes: dict[str, step.Outcome] = {}
+        self.ran = self.reused = self.skipped = 0
+        self.build_s = self.run_s = 0.0
+        self.last_origin = "run"
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def classify(self, o: step.Outcome) -> str:
+        if o.verdict in step.NOT_A_VERDICT:
+            return search.SKIP
+        if o.verdict == self.args.good_verdict:
+            return search.GOOD
+        if o.verdict == self.bad_verdict and (self.match is None or self.match.search(o.message)):
+            return search.BAD
+        return search.SKIP
+
+    def report(self, o: step.Outcome, verdict: str, n: int, origin: str) -> None:
+        how = "from the journal" if origin == "journal" else \
+            f"run {o.seconds:.1f} s" + (f", environment built in {o.build_s:.1f} s" if o.build_s and not o.env_cached
+                                        else ", environment cached" if origin == "run" and o.env_cached else "")
+        what = {search.GOOD: "good", search.BAD: "bad", search.SKIP: "skip"}[verdict]
+        self.say(f"[{n}] {o.version}: {o.verdict} -> {what} ({how})")
+        if o.message:
+            self.say(f"      {o.first_line()}")
+        for note in o.notes:
+            self.say(f"      note: {note}")
+        if verdict == search.SKIP:
+            why = "its environment could not be built" if o.verdict == "BUILD_ERROR" else \
+                f"neither {self.args.good_verdict} nor {self.bad_verdict}" + \
+                (f" matching /{self.args.match}/" if self.match and o.verdict == self.bad_verdict else "")
+            self.say(f"      skipped: {why}")
+
+
+def main(argv=None, prog: str = "accel-regress bisect") -> int:
+    args = parser(prog).parse_args(argv)
+    start = time.perf_counter()
+    cwd = Path.cwd()
+    from accel_regress.core import registry
+    hw = args.hw or step.backend_of(args.test, registry.names())
+
+    if args.package:
+        packages = [p.strip() for p in args.package.split(",") if p.strip()]
+        if not (args.good and args.bad):
+            print(f"{prog}: --package needs --good and --bad versions", file=sys.stderr)
+            return 2
+        try:
+            listed = {p: versions.available(p, pre=args.pre) for p in packages}
+            order = versions.between(listed, args.good, args.bad)
+            oldest = versions.oldest_common(listed)
+        except versions.IndexLookupError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 2
+        try:
+            cache = envs.EnvCache(args.env_cache, args.env_cache_bytes, args.installer)
+        except ValueError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 2
+        subject = {"packages": packages}
+        dirs = {}
+    else:
+        dirs = {}
+        for d in args.toolchain_dir:
+            if not d.is_dir():
+                print(f"{prog}: --toolchain-dir {d}: no such folder", file=sys.stderr)
+                return 2
+            dirs[str(d)] = d.resolve()
+        names = list(dirs)
+        good, bad = args.good or names[0], args.bad or names[-1]
+        if good not in dirs or bad not in dirs or names.index(good) >= names.index(bad):
+            print(f"{prog}: --good and --bad must name two of the --toolchain-dir folders, the good one first",
+                  file=sys.stderr)
+            return 2
+        order = names[names.index(good): names.index(bad) + 1]
+        packages, cache, oldest = [], None, None
+        subject = {"toolchain_dirs": [str(dirs[n]) for n in order]}
+    # The suite's own switches (ACCEL_SATURN_SCAN, ACCEL_HW, ...) change what a step answers.
+    switches = {k: v for k, v in sorted(os.environ.items()) if k.startswith("ACCEL_") and not k.startswith("ACCEL_BISECT")}
+    question = {"test": args.test, "hw": hw, "seed": args.golden_seed, **subject, "env": switches,
+                "test_file_sha256": _sha256_file(cwd / args.test.split("::")[0]), "python": sys.version.split()[0]}
+    qkey = hashlib.sha256(json.dumps(question, sort_keys=True).encode()).hexdigest()[:20]
+    runs = Path(os.environ.get("ACCEL_BISECT_RUNS") or user_cache("bisect-runs"))
+    journal = search.Journal(runs / f"{qkey}.json", question)
+    if args.fresh:
+        journal.path.unlink(missing_ok=True)
+
+    b = Bisection(args)
+    label = ",".join(packages) if packages else "toolchain dirs"
+    b.say(f"bisect: {args.test}" + (f" on {hw}" if hw else "") + f", golden seed {args.golden_seed}")
+    b.say(f"{label}: {len(order)} versions from {order[0]} (good) to {order[-1]} (bad): {', '.join(order)}")
+    if cache is not None:
+        b.say(f"environments: {cache.installer}, cached in {cache.root} (at most {cache.max_bytes >> 20} MiB)")
+    b.say(f"journal: {journal.path}" + (" (resuming: " + str(len(journal.steps())) + " steps known)"
+                                         if journal.steps() else ""))
+
+    n = [0]
+
+    def outcome(version: str) -> step.Outcome:
+        if version in b.outcomes:
+            return b.outcomes[version]
+        known = journal.get(version)
+        if known is not None:
+            o, origin = step.Outcome.from_json(known), "journal"
+            b.reused += 1
+        else:
+            o, origin = _run(version), "run"
+            journal.record(version, o.to_json())
+            b.ran += 1
+            b.build_s += o.build_s
+            b.run_s += o.seconds
+        b.outcomes[version] = o
+        n[0] += 1
+        b.last_origin = origin
+        return o
+
+    def _run(version: str) -> step.Outcome:
+        if cache is None:
+            py, bins = toolchain_paths(dirs[version])
+            return step.run_step(version, args.test, hw=hw, seed=args.golden_seed, python_path=py, bin_path=bins,
+                                 cwd=cwd, timeout_s=args.step_timeout, extra_env={"ACCEL_TOOLCHAIN_DIR": str(dirs[version])})
+        pins = {p: version for p in packages}
+        try:
+            with cache.use(pins) as env:
+                o = step.run_step(version, args.test, hw=hw, seed=args.golden_seed, python_path=env.python_path,
+                                  bin_path=env.bin_path, cwd=cwd, timeout_s=args.step_timeout)
+                o.build_s, o.env_cached, o.notes = env.build_s, env.cached, env.notes
+                return o
+        except envs.BuildError as exc:
+            return step.Outcome(version, step.BUILD_ERROR, str(exc))
+
+    def classified(version: str) -> str:
+        o = outcome(version)
+        verdict = b.classify(o)
+        b.report(o, verdict, n[0], b.last_origin)
+        if verdict == search.SKIP:
+            b.skipped += 1
+        return verdict
+
+    # The bad end first: its verdict is what "bad" means unless --bad-verdict says.
+    bad_end = outcome(order[-1])
+    if b.bad_verdict is None:
+        b.bad_verdict = bad_end.verdict
+    if classified(order[-1]) != search.BAD or bad_end.verdict == args.good_verdict:
+        b.say(f"the bad end {order[-1]} gives {bad_end.verdict}, not a bad verdict: nothing to bisect")
+        return 2
+    # The good end, or else the oldest version that gives a verdict at all: an old toolchain the
+    # backend cannot drive (a host program format the harness does not read) is no answer. Those
+    # are taken to be a prefix of the range and its end is found by binary search.
+    lo, good_end = 0, classified(order[0])
+    if good_end == search.SKIP:
+        no, yes = 0, len(order) - 1
+        while yes - no > 1:
+            mid = (no + yes) // 2
+            if classified(order[mid]) == search.SKIP:
+                no = mid
+            else:
+                yes = mid
+        lo = yes
+        good_end = b.classify(b.outcomes[order[lo]])
+        if lo < len(order) - 1:
+            b.say(f"      the oldest version with a verdict: {order[lo]}")
+    found: Optional[search.Found] = None
+    if lo == len(order) - 1:
+        b.say(f"no version before the bad end {order[-1]} gives a verdict: nothing to bisect")
+        return 2
+    older = (f" (before it no verdict: {', '.join(v for v in order[:lo] if v in b.outcomes)} tried, "
+             f"the rest taken alike)") if lo else ""
+    if good_end == search.BAD:
+        b.say(f"\nthe good end {order[lo]} is already bad: the bug is there since {order[lo]}, the oldest version "
+              f"tried" + (" (the oldest on the index)" if order[lo] == oldest else "") + older)
+        result = {"first_bad": order[lo], "last_good": None, "no_verdict": order[:lo]}
+    else:
+        rest = order[lo:]
+        b.say(f"bisecting {len(rest) - 2} versions between the ends: about "
+              f"{math.ceil(math.log2(max(1, len(rest) - 1)))} steps")
+        found = search.bisect(rest, classified)
+        result = {"first_bad": found.first_bad, "last_good": found.last_good, "no_verdict": order[:lo]}
+        b.say("")
+        b.say(f"last good: {found.last_good} ({b.outcomes[found.last_good].verdict})")
+        b.say(f"first bad: {found.first_bad} ({b.outcomes[found.first_bad].verdict}: "
+              f"{b.outcomes[found.first_bad].first_line(160)})")
+        if found.skipped:
+            b.say(f"untested (skipped) between them: {', '.join(found.skipped)}: the first bad is one of "
+                  f"{', '.join(found.skipped + [found.first_bad])}")
+    elapsed = time.perf_counter() - start
+    b.say(f"time: {elapsed:.1f} s ({b.ran} steps run: {b.build_s:.1f} s building environments, "
+          f"{b.run_s:.1f} s running the test; {b.reused} from the journal; {b.skipped} skipped)")
+    ranges = []
+    if packages and result["last_good"]:
+        good_o, bad_o = b.outcomes[result["last_good"]], b.outcomes[result["first_bad"]]
+        for p in packages:
+            search_path = [cache.root / cache.key({q: result["first_bad"] for q in packages}) / "site",
+                           *map(Path, sys.path)]
+            r = upstream_range.Range(p, upstream_range.repository_url(p, search_path), result["last_good"],
+                                     result["first_bad"], next(iter(good_o.commits().values()), None),
+                                     next(iter(bad_o.commits().values()), None))
+            ranges.append(r)
+            for line in r.lines():
+                b.say(f"upstream: {line}" if not line.startswith(" ") else line)
+    if args.json:
+        doc = {"question": question, **result, "seconds": round(elapsed, 1), "versions": order,
+               "skipped": found.skipped if found else [],
+               "steps": [b.outcomes[v].to_json() for v in order if v in b.outcomes],
+               "upstream": [r.to_json() for r in ranges]}
+        write_atomic(args.json, json.dumps(doc, indent=1) + "\n")
+    return 0
+

@@ -1,0 +1,78 @@
+"""A package's released versions, from the index pip is configured with (``pip index versions``),
+and the versions two or more packages released together between two endpoints."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from typing import Optional, Sequence
+
+from packaging.version import InvalidVersion, Version
+
+_AVAILABLE = re.compile(r"^Available versions:\s*(.*)$", re.M)
+
+
+class IndexLookupError(Exception):
+    """The index could not be asked, or does not have what was asked for."""
+
+
+def available(package: str, *, pre: bool = False, timeout_s: float = 180.0) -> list[str]:
+    """Every version of ``package`` the configured index serves (pre-releases only with ``pre``)."""
+    argv = [sys.executable, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"]
+    if pre:
+        argv.append("--pre")
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise IndexLookupError(f"`pip index versions {package}` did not answer: {exc}") from None
+    found = _AVAILABLE.search(proc.stdout)
+    if proc.returncode != 0 or not found:
+        said = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise IndexLookupError(f"`pip index versions {package}` found no versions: {said}")
+    return [v.strip() for v in found.group(1).split(",") if v.strip()]
+
+
+def _parse(v: str) -> Version:
+    try:
+        return Version(v)
+    except InvalidVersion:
+        raise IndexLookupError(f"{v!r} is not a PEP 440 version") from None
+
+
+def _parsed(versions: Sequence[str]) -> dict[Version, str]:
+    out = {}
+    for v in versions:
+        try:
+            out.setdefault(Version(v), v)
+        except InvalidVersion:      # pre-PEP 440 releases (pytz's 2013d): never a step
+            continue
+    return out
+
+
+def between(per_package: dict[str, Sequence[str]], good: str, bad: str) -> list[str]:
+    """The versions every package has, from ``good`` to ``bad`` inclusive, oldest first.
+
+    Packages released in lockstep (iree-base-compiler and iree-base-runtime) are installed at the
+    same version; a version one of them lacks is not a step."""
+    g, b = _parse(good), _parse(bad)
+    if not g < b:
+        raise IndexLookupError(f"--good {good} must be older than --bad {bad}")
+    common, names = None, {}
+    for package, versions in per_package.items():
+        parsed = _parsed(versions)
+        for v, text in parsed.items():
+            names.setdefault(v, text)
+        for end, name in ((g, good), (b, bad)):
+            if end not in parsed:
+                raise IndexLookupError(f"{package} {name} is not on the index (it has {', '.join(versions[:12])}"
+                                       f"{', ...' if len(versions) > 12 else ''})")
+        keys = set(parsed)
+        common = keys if common is None else common & keys
+    return [names[v] for v in sorted(v for v in common if g <= v <= b)]
+
+
+def oldest_common(per_package: dict[str, Sequence[str]]) -> Optional[str]:
+    """The oldest version every package has (None when they share none)."""
+    parsed = [_parsed(vs) for vs in per_package.values()]
+    common = set.intersection(*(set(p) for p in parsed)) if parsed else set()
+    return parsed[0][min(common)] if common else None
