@@ -13,8 +13,12 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from accel_regress.core.isolation.bounds import MAX_SECONDS, seconds
 from accel_regress.plugin import engagement, selection
+
+
+def seconds(text: str) -> float:
+    from accel_regress.core.isolation.bounds import seconds as checked   # lazily: its package imports numpy
+    return checked(text)
 
 
 def _folder(text: str) -> str:
@@ -191,6 +195,7 @@ def _resolve(config, opt: Option) -> Any:
 
 def _check_session_timeout(config) -> None:
     # pytest-timeout's option: it takes any float; a negative or NaN bound would never fire.
+    from accel_regress.core.isolation.bounds import MAX_SECONDS
     value = config.getoption("session_timeout", None)
     if value is None:
         return
