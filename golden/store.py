@@ -56,6 +56,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import random
 import time
 import warnings
@@ -161,11 +162,17 @@ def shared() -> bool:
 
 
 def max_bytes() -> int:
+    """The store's bound: $ACCEL_GOLDEN_CACHE_BYTES (bytes, or with K/M/G/T), else MAX_BYTES. A
+    value that is not a positive size is a ValueError (the plugin's usage error), never a silent
+    default (``abc``, ``1e3``) nor a negative bound."""
     env = os.environ.get("ACCEL_GOLDEN_CACHE_BYTES")
-    try:
-        return int(env) if env else MAX_BYTES
-    except ValueError:
+    if env is None:
         return MAX_BYTES
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", env, re.IGNORECASE)
+    value = int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()] if m else 0
+    if not value:
+        raise ValueError(f"$ACCEL_GOLDEN_CACHE_BYTES={env!r}: not a positive size in bytes (e.g. 16G)")
+    return value
 
 
 def clear_memo() -> None:

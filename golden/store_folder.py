@@ -123,7 +123,10 @@ def open_in(parent: int, name: str, flags: int, shared: bool = False) -> int:
 
 
 def read_in(parent: int, name: str) -> bytes:
-    with os.fdopen(open_in(parent, name, os.O_RDONLY), "rb") as f:
+    # Without blocking, and a regular file only: a FIFO planted there would block the read forever.
+    with os.fdopen(open_in(parent, name, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(errno.EINVAL, f"{name}: not a regular file")
         return f.read()
 
 

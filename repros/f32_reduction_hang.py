@@ -30,6 +30,7 @@ from accel_regress.golden.compare import census  # noqa: E402
 from accel_regress.core import registry, runner  # noqa: E402
 from accel_regress.core.runner import run_case  # noqa: E402
 from accel_regress.results import known  # noqa: E402
+from accel_regress.core.isolation.bounds import seconds  # noqa: E402
 
 # The seed's micro-tests (mt_*) and the kind and shape each one is here.
 MICROTESTS = [
@@ -102,6 +103,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="v,novec", help="RISC-V flag variants, comma separated (default v,novec)")
     ap.add_argument("--vlen", type=int, default=256)
     ap.add_argument("--golden-seed", type=int, default=0)
+    ap.add_argument("--case-timeout", type=seconds, default=None, metavar="SECONDS",
+                    help="bound for one run (default: the backend's own, per case)")
     args = ap.parse_args(argv)
     if args.hw not in registry.KNOWN:
         print(f"unknown backend {args.hw!r}; known: {', '.join(registry.KNOWN)}", file=sys.stderr)
@@ -110,7 +113,7 @@ def main(argv=None) -> int:
     if reason:
         print(f"{args.hw} is not available here: {reason}")
         return 2
-    if runner.standalone("f32_reduction_hang.py", args.fault, args.hw) is not None:   # isolated, as in pytest
+    if runner.standalone("f32_reduction_hang.py", args.fault, args.hw, args.case_timeout) is not None:   # isolated, as in pytest
         return 2
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.hw == "iree-cpu":

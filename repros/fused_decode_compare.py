@@ -26,6 +26,7 @@ from accel_regress.golden import census  # noqa: E402
 from accel_regress.families.fused_decode import golden as F  # noqa: E402
 from accel_regress.core import registry, runner  # noqa: E402
 from accel_regress.core.runner import run_case  # noqa: E402
+from accel_regress.core.isolation.bounds import seconds  # noqa: E402
 
 SIZES = {"small": F.SMALL, "llama": F.LLAMA_3_2_1B}
 
@@ -88,6 +89,8 @@ def main(argv=None) -> int:
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
     ap.add_argument("--mode", choices=("compare", "reference"), default="compare")
     ap.add_argument("--golden-seed", type=int, default=0)
+    ap.add_argument("--case-timeout", type=seconds, default=None, metavar="SECONDS",
+                    help="bound for one run (default: the backend's own, per case)")
     args = ap.parse_args(argv)
     case = F.make_case(SIZES[args.size], args.golden_seed)
     inputs = F.make_inputs(case)
@@ -103,7 +106,7 @@ def main(argv=None) -> int:
     if reason:
         print(f"{args.hw} is not available here: {reason}")
         return 2
-    if runner.standalone("fused_decode_compare.py", args.fault, args.hw) is not None:   # isolated, as in pytest
+    if runner.standalone("fused_decode_compare.py", args.fault, args.hw, args.case_timeout) is not None:   # isolated, as in pytest
         return 2
     return compare_mode(args.hw, case, inputs, args.fault)
 

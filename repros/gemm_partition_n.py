@@ -26,6 +26,7 @@ from accel_regress.golden.compare import census  # noqa: E402
 from accel_regress.core import registry, runner  # noqa: E402
 from accel_regress.core.errors import NotApplicable  # noqa: E402
 from accel_regress.core.runner import run_case  # noqa: E402
+from accel_regress.core.isolation.bounds import seconds  # noqa: E402
 
 SIZES = {"small": gemm.VOCAB_MINI, "llama": gemm.LLAMA_VOCAB}
 
@@ -54,8 +55,10 @@ def main(argv=None) -> int:
     ap.add_argument("--fault", default=None, help="built-in fault name or FILE.py:NAME")
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
     ap.add_argument("--golden-seed", type=int, default=0)
+    ap.add_argument("--case-timeout", type=seconds, default=None, metavar="SECONDS",
+                    help="bound for one run (default: the backend's own, per case)")
     args = ap.parse_args(argv)
-    if runner.standalone("gemm_partition_n.py", args.fault, args.hw) is not None:   # isolated, as in pytest
+    if runner.standalone("gemm_partition_n.py", args.fault, args.hw, args.case_timeout) is not None:   # isolated, as in pytest
         return 2
     cfg = SIZES[args.size]
     if args.hw in registry.KNOWN and registry.availability(args.hw) is None:

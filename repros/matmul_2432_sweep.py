@@ -34,7 +34,7 @@ def main(argv=None) -> int:
         if action.dest == "op":
             action.help = "operator (only matmul)"
     args = p.parse_args(argv)
-    if runner.standalone(PROG, args.fault, args.hw) is not None:     # isolated, as in pytest
+    if runner.standalone(PROG, args.fault, args.hw, args.case_timeout) is not None:     # isolated, as in pytest
         return 2
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)

@@ -23,6 +23,7 @@ from accel_regress.golden.compare import Mismatch  # noqa: E402
 from accel_regress.core import registry, runner  # noqa: E402
 from accel_regress.core.errors import VerdictError  # noqa: E402
 from accel_regress.core.runner import run_case  # noqa: E402
+from accel_regress.core.isolation.bounds import seconds  # noqa: E402
 
 VARIANTS = {"fused": ("fused", True), "fused-noreuse": ("fused", False), "split": ("split", True),
             "loaded": ("loaded", True), "mul": ("mul", True)}
@@ -86,12 +87,14 @@ def main(argv=None) -> int:
                     help=f"comma-separated, from {', '.join(VARIANTS)} (default: all)")
     ap.add_argument("--valid-rows", type=int, default=1, help="the kernel's valid_rows (default 1, the seed's)")
     ap.add_argument("--golden-seed", type=int, default=0)
+    ap.add_argument("--case-timeout", type=seconds, default=None, metavar="SECONDS",
+                    help="bound for one run (default: the backend's own, per case)")
     args = ap.parse_args(argv)
     names = [v.strip() for v in args.variant.split(",") if v.strip()]
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
-    if runner.standalone("rowexpandmul_fillpad.py", args.fault, args.hw) is not None:   # isolated, as in pytest
+    if runner.standalone("rowexpandmul_fillpad.py", args.fault, args.hw, args.case_timeout) is not None:   # isolated, as in pytest
         return 2
     reason = registry.availability(args.hw)
     if reason:

@@ -21,4 +21,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports,dev,bisect]"
+python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports,dev,bisect,test]"

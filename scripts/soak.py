@@ -4,11 +4,16 @@
 Runs rounds of real pytest sessions (``--hw emu``, tiny exact GEMM cases) whose injected fault
 misbehaves at random: hangs, crashes (SIGSEGV, ``os._exit``), a KeyboardInterrupt in the case, a
 child left running in its own session, the worker SIGKILLed from outside, the fork server killed
-under the case; and every round is ended by a SIGTERM of the whole run at a random point. It goes
-on until CASES cases have finished, then checks and prints:
+under the case; in some rounds (``-n 2``) the pytest-xdist worker running a case is SIGKILLed from
+outside; and every round is ended at a random point by a SIGTERM of the whole run, or by a SIGKILL
+of pytest itself (no handler runs). It goes on until CASES cases have finished, then checks and
+prints:
 
 - every case the run finished (its line in results.jsonl) is in a results.json that parses
-  strictly (no bare NaN), with the same verdict; the session is marked interrupted;
+  strictly (no bare NaN), with the same verdict; the session is marked interrupted; after a
+  SIGKILL of pytest, results.json is the "in progress" mark the gate refuses, and every finished
+  case is in the record ``accel_regress.results.record.recover`` rebuilds from results.jsonl;
+- a case whose xdist worker was SIGKILLed is a CRASH record;
 - no process started by the run is left (every process carries the soak's tag in its environment);
 - no verdict blames the device for a fault of the suite: a case whose fork server was killed is a
   PASS (restarted and retried), never a CRASH or HANG; every other kind gets its own verdict.
@@ -48,6 +53,12 @@ TEST = textwrap.dedent('''
 
     @pytest.mark.parametrize("kind", KINDS)
     def test_gemm(hw, kind):
+        if kind.startswith("xkill"):     # the soak driver SIGKILLs the xdist worker running this
+            import os, time
+            with open(os.path.join(os.environ["SOAK_DIR"], "xdist_victim.pid"), "w") as f:
+                f.write(str(os.getpid()))
+            while True:
+                time.sleep(1)
         rng = np.random.default_rng(len(kind))
         a = rng.integers(0, 2, (16, 64)).astype(np.float32)
         b = rng.integers(0, 2, (64, 64)).astype(np.float32)
@@ -94,8 +105,14 @@ FAULTS = textwrap.dedent('''
 # HANG when the kill comes after the 2 s case bound (the driver polls; a loaded box is slow).
 KINDS = {"ok": (60, {"PASS"}), "hang": (6, {"HANG"}), "segv": (6, {"CRASH"}), "exit": (5, {"CRASH"}),
          "kbint": (5, {"CRASH"}), "leak": (8, {"PASS"}), "victim": (5, {"CRASH", "HANG"}),
-         "killserver": (1, {"PASS"})}    # rare: each costs a fresh fork server (a torch import)
+         "killserver": (1, {"PASS"}),    # rare: each costs a fresh fork server (a torch import)
+         "xkill": (2, {"CRASH"})}        # only in -n 2 rounds (else it would be pytest itself)
 SUITE_FAULTS = {"killserver"}    # faults of the suite: never a CRASH or HANG of the case
+# How a round runs and ends: plain and SIGTERMed; -n 2 (xdist workers SIGKILLed) and SIGTERMed;
+# plain and SIGKILLed (pytest itself: no handler, no results.json but the in-progress mark).
+MODES = {"sigterm": 3, "xdist": 2, "sigkill": 2}
+NOT_IN = {"sigterm": {"xkill"}, "xdist": set(), "sigkill": {"xkill", "leak"}}   # a SIGKILLed run
+# cannot end a child that left its session: no process of the suite lives to do it
 
 
 def strict_load(path: Path):
@@ -118,7 +135,7 @@ def tagged_processes(tag: str) -> list[str]:
     return out
 
 
-def one_round(folder: Path, kinds: list[str], rng: random.Random, tag: str) -> dict:
+def one_round(folder: Path, kinds: list[str], rng: random.Random, tag: str, mode: str) -> dict:
     for p in folder.glob("*"):
         if p.is_file() and p.name not in ("faults.py",):
             p.unlink()
@@ -129,14 +146,14 @@ def one_round(folder: Path, kinds: list[str], rng: random.Random, tag: str) -> d
     env.pop("ACCEL_HW", None)
     argv = [sys.executable, "-m", "pytest", "-p", "accel-regress", "-p", "no:cacheprovider", "-q",
             "--hw", "emu", "--case-timeout", "2", "--max-hangs", "0", "--inject-fault", "faults.py:fault",
-            "--worker-memory", "3G", "test_soak.py"]
+            "--worker-memory", "3G", "test_soak.py", *(["-n", "2"] if mode == "xdist" else [])]
     # A random point of the run, counted in finished cases (0: as soon as the session has started,
     # before any case; more than the round: it ends on its own). Before the session starts no code of
     # the suite runs yet (Python is importing pytest), so that is not a point of the run.
     stop_after = rng.choice([0, *range(1, len(kinds) + 6)])
     proc = subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     jsonl = folder / "reports" / "results.jsonl"
-    killed_victims = 0
+    killed_victims = xdist_kills = 0
     sent_term = False
     while proc.poll() is None:
         time.sleep(0.05)
@@ -149,27 +166,51 @@ def one_round(folder: Path, kinds: list[str], rng: random.Random, tag: str) -> d
                 killed_victims += 1
             except (ValueError, OSError):
                 pass
+        xvictim = folder / "xdist_victim.pid"
+        if xvictim.exists():
+            try:
+                pid = int(xvictim.read_text())
+                xvictim.unlink()
+                os.kill(pid, signal.SIGKILL)
+                xdist_kills += 1
+            except (ValueError, OSError):
+                pass
         if not jsonl.exists():
             continue
         done = jsonl.read_text().count('"nodeid"')
         if not sent_term and done >= stop_after:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGKILL if mode == "sigkill" else signal.SIGTERM)
             sent_term = True
     time.sleep(2.0)      # the run has ended: give the kernel a moment to reap what was killed
-    return {"returncode": proc.returncode, "sigterm": sent_term, "victims": killed_victims,
+    return {"returncode": proc.returncode, "sigterm": sent_term and mode != "sigkill",
+            "sigkill": sent_term and mode == "sigkill", "victims": killed_victims, "xdist_kills": xdist_kills,
             "left": tagged_processes(tag)}
 
 
-def check_round(folder: Path, tally: collections.Counter, problems: list[str]) -> int:
+def check_round(folder: Path, tally: collections.Counter, problems: list[str], killed: bool = False) -> int:
     reports = folder / "reports"
     if not (reports / "results.jsonl").exists():
-        problems.append("the session left no results.jsonl")
+        if not killed:       # a SIGKILL before the session started leaves nothing, rightly
+            problems.append("the session left no results.jsonl")
         return 0
-    lines = [json.loads(x) for x in (reports / "results.jsonl").read_text().splitlines() if x.strip()]
+    lines = []
+    for x in (reports / "results.jsonl").read_text().splitlines():
+        try:
+            lines.append(json.loads(x))
+        except ValueError:
+            if not killed:   # only a SIGKILL may tear the last line
+                problems.append(f"a torn line in results.jsonl: {x[:80]!r}")
     finished = {x["nodeid"]: x for x in lines if "nodeid" in x and x.get("verdict") != "INTERRUPTED"}
     try:
         data = strict_load(reports / "results.json")
-    except (OSError, ValueError) as exc:
+        if killed:
+            from accel_regress.results import gate, record as results
+            if not data["session"].get("in_progress") or gate.evaluate(data).ship:
+                problems.append("pytest SIGKILLed: results.json is not the in-progress mark, or it ships")
+            # What the killed session finished, rebuilt from its log.
+            data = results.recover(reports / "results.jsonl", reports / "recovered.json")
+            data["session"]["interrupted"] = True
+    except (OSError, ValueError, KeyError) as exc:
         problems.append(f"results.json unreadable: {exc}")
         tally["lost"] += len(finished)
         return len(finished)
@@ -190,7 +231,7 @@ def check_round(folder: Path, tally: collections.Counter, problems: list[str]) -
         else:
             tally["survived"] += 1
     tally["interrupted"] += sum(1 for c in data["cases"] if c["verdict"] == "INTERRUPTED")
-    if not data["session"].get("interrupted") and len(finished) < len(lines) - 1:
+    if not killed and not data["session"].get("interrupted") and len(finished) < len(lines) - 1:
         problems.append("session not marked interrupted")
     return len(finished)
 
@@ -212,23 +253,30 @@ def main(argv=None) -> int:
         (folder / "faults.py").write_text(FAULTS)
         while tally["cases"] < args.cases:
             rounds += 1
-            kinds = [f"{k}-{i}" for i, k in enumerate(rng.choices(names, weights, k=args.round))]
+            mode = rng.choices(list(MODES), list(MODES.values()))[0]
+            allowed = [(n, w) for n, w in zip(names, weights) if n not in NOT_IN[mode]]
+            kinds = [f"{k}-{i}" for i, k in enumerate(rng.choices([n for n, _ in allowed], [w for _, w in allowed],
+                                                                   k=args.round))]
             tag = uuid.uuid4().hex
-            info = one_round(folder, kinds, rng, tag)
+            info = one_round(folder, kinds, rng, tag, mode)
+            tally[f"mode:{mode}"] += 1
             tally["sigterm"] += info["sigterm"]
+            tally["sigkill"] += info["sigkill"]
             tally["worker_kills"] += info["victims"]
+            tally["xdist_kills"] += info["xdist_kills"]
             if info["left"]:
                 tally["processes_left"] += len(info["left"])
                 problems.append(f"round {rounds}: processes left: {info['left']}")
-            tally["cases"] += check_round(folder, tally, problems)
+            tally["cases"] += check_round(folder, tally, problems, killed=info["sigkill"])
             print(f"round {rounds}: {tally['cases']} cases finished so far, {tally['lost']} lost, "
                   f"{tally['processes_left']} processes left ({time.monotonic() - start:.0f} s)", flush=True)
     faults = {k.partition(":")[2]: v for k, v in sorted(tally.items()) if k.startswith("fault:")}
     injected = sum(v for k, v in faults.items() if k != "ok")
     print(f"\nsoak: {tally['cases']} cases in {rounds} sessions, {time.monotonic() - start:.0f} s")
     print(f"faults injected: {injected} ({', '.join(f'{k} {v}' for k, v in faults.items() if k != 'ok')}); "
-          f"worker SIGKILLs from outside: {tally['worker_kills']}; SIGTERM of the run: {tally['sigterm']} "
-          f"of {rounds} sessions; cases cut short (INTERRUPTED): {tally['interrupted']}")
+          f"worker SIGKILLs from outside: {tally['worker_kills']}; xdist worker SIGKILLs: {tally['xdist_kills']} "
+          f"(in {tally['mode:xdist']} -n 2 sessions); SIGTERM of the run: {tally['sigterm']}, SIGKILL of pytest: "
+          f"{tally['sigkill']}, of {rounds} sessions; cases cut short (INTERRUPTED): {tally['interrupted']}")
     print(f"survived: {tally['survived']}, lost: {tally['lost']}, processes left: {tally['processes_left']}")
     for p in problems[:30]:
         print(f"  problem: {p}")

@@ -19,7 +19,7 @@ from accel_regress.families.matmul import golden as golden_matmul
 from accel_regress.golden.inputs import CLASSES
 from accel_regress.core import registry, runner, verdicts
 from accel_regress.results import rules
-from accel_regress.core.isolation.bounds import gib
+from accel_regress.core.isolation.bounds import gib, seconds
 
 
 @dataclass
@@ -161,8 +161,16 @@ def parser(prog: str = "python -m accel_regress sweep") -> argparse.ArgumentPars
                    help="input class (golden/inputs.py): exact small integers compared bit for bit (default), "
                         "normal values within the error model, or another class")
     p.add_argument("--golden-seed", type=int, default=0, help="shift every shape's input seed")
-    p.add_argument("--case-timeout", type=float, default=None, help="bound for one run in seconds")
+    p.add_argument("--case-timeout", type=_seconds, default=None, help="bound for one run in seconds")
     return p
+
+
+def _seconds(text: str) -> float:
+    """argparse's type for --case-timeout: a usage error (exit 2) unless a positive, finite bound."""
+    try:
+        return seconds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv=None, prog: str = "python -m accel_regress sweep") -> int:
@@ -170,7 +178,7 @@ def main(argv=None, prog: str = "python -m accel_regress sweep") -> int:
     if args.hw not in registry.KNOWN:
         print(f"{prog}: unknown backend {args.hw!r}; known: {', '.join(registry.KNOWN)}", file=sys.stderr)
         return 2
-    if runner.standalone(prog, args.fault, args.hw) is not None:
+    if runner.standalone(prog, args.fault, args.hw, args.case_timeout, narrate=False) is not None:
         return 2
     shapes = args.shape or golden_matmul.cube(args.dims or golden_matmul.SEED_CUBES[0])
     reason = registry.availability(args.hw)

@@ -263,7 +263,7 @@ def parse(spec: Optional[str]) -> list[str]:
     unknown = [n for n in names_ if n not in known]
     if unknown:
         raise ValueError(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    return names_
+    return list(dict.fromkeys(names_))      # --hw emu,emu runs each case once, not as emu0 / emu1
 
 
 def broken() -> list[str]:

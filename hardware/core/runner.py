@@ -46,9 +46,30 @@ def execute(job: Job) -> dict[str, np.ndarray]:
             # Raised, not lived through: --max-hangs must not take it for a wedged device.
             exc.detail.setdefault("injected_fault", job.fault)
             raise
-    if not isinstance(outputs, dict) or not all(isinstance(v, np.ndarray) for v in outputs.values()):
-        raise Crash(f"{job.backend} returned {type(outputs).__name__}, not a dict of numpy arrays")
+    wrong = _not_arrays(outputs)
+    if wrong:
+        # The process lived and answered: what came back breaks the output contract (a FAIL that
+        # names it), not a crash of the device.
+        raise VerdictError(f"{job.backend} broke the {job.case.op} output contract: {wrong}", stage="compare",
+                           detail={"contract": wrong})
     return outputs
+
+
+def _kind(value: Any) -> str:
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _not_arrays(outputs: Any) -> Optional[str]:
+    """What is wrong with a backend's answer as a dict of numeric numpy arrays (None: nothing)."""
+    if not isinstance(outputs, dict):
+        return f"returned a {_kind(outputs)}, not a dict of numpy arrays"
+    for name, value in outputs.items():
+        if not isinstance(value, np.ndarray):
+            return f"output {name!r} is a {_kind(value)}, not a numpy array"
+        if value.dtype.kind in "OV" and value.dtype.type.__module__ == "numpy":
+            return f"output {name!r} has dtype {value.dtype} ({value.dtype.str}), not a numeric dtype"
+    return None
 
 
 # Who observes runs as tests touch them (the pytest plugin sets this; repros leave it None).
@@ -184,7 +205,10 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
         return run
     env = devices.acquire(backend.device_resource, backend_name) if devices is not None else {}
     run.versions = versions_of(backend_name)
-    job = Job(backend_name, case, dict(inputs), fault, timeout_s or backend.timeout(case), env, run.inputs_sha256)
+    bound = timeout_s or case_timeout or backend.timeout(case)
+    if progress is not None:     # a script says what it waits for: a hang is never a silent minute
+        progress(f"{backend_name} {case.id}: running (bound {bound:g} s; --case-timeout changes it)")
+    job = Job(backend_name, case, dict(inputs), fault, bound, env, run.inputs_sha256)
     start = time.perf_counter()
     try:
         run._outputs = invoke(job)
@@ -209,17 +233,26 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     return run
 
 
-def standalone(prog: str, fault: Optional[str] = None, backend: Optional[str] = None) -> Optional[int]:
+case_timeout: Optional[float] = None   # a script's --case-timeout (None: each backend's own bound)
+progress: Optional[Callable[[str], None]] = None    # a script's running commentary (None in pytest)
+
+
+def standalone(prog: str, fault: Optional[str] = None, backend: Optional[str] = None,
+               timeout_s: Optional[float] = None, narrate: bool = True) -> Optional[int]:
     """Set up a script's runs (repros, ``python -m accel_regress sweep``) as the pytest plugin sets up a
     session's: the same isolated worker (hangs and crashes become verdicts, never a stalled or
     dead script), the same bounds (``$ACCEL_ISOLATION=none`` runs in this process, for a debugger).
+    ``timeout_s``: the script's --case-timeout; ``narrate``: a line on stderr before each run.
     The fault is loaded first: one that cannot be loaded (a typo, a missing file, a broken module)
     is a usage error, said on stderr; the return value is then 2 (the exit status), else None."""
-    global isolation
+    global isolation, case_timeout, progress
+    case_timeout = timeout_s
+    if narrate:      # a line on stderr before each run: a repro stuck on a hang says so while it waits
+        progress = lambda message: print(f"{prog}: {message}", file=sys.stderr, flush=True)   # noqa: E731
     if fault:
         try:
             faults.load(fault)
-        except Exception as exc:           # anything the fault file raises on import is a usage error
+        except (Exception, SystemExit) as exc:   # anything the fault file raises on import is a usage error
             print(f"{prog}: {exc}" if isinstance(exc, ValueError) else
                   f"{prog}: --inject-fault {fault}: cannot load it: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2

@@ -48,6 +48,9 @@ def _settings(config) -> tuple:
     try:
         memory = config.getoption("worker_memory")
         memory_bytes = default_memory() if memory == "auto" else parse_size(memory)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--worker-memory: {exc}") from None
+    try:
         return memory_bytes, devices.parse(config.getoption("devices"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -119,6 +122,10 @@ def pytest_collection(session):
 
 def pytest_keyboard_interrupt(excinfo):
     global stop_reason
+    if stop_reason is None and type(excinfo.value) is not KeyboardInterrupt:
+        # pytest's own stop ("1 error during collection"), xdist's ("stopping after 1 failures"):
+        # subclasses of KeyboardInterrupt, no signal was sent.
+        stop_reason = str(excinfo.value) or type(excinfo.value).__name__
     stop_reason = stop_reason or "SIGINT"
 
 

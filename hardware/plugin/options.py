@@ -16,11 +16,15 @@ import pytest
 from accel_regress.plugin import engagement, selection
 
 
-def _timeout(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{text!r} is not a positive number of seconds")
-    return value
+def seconds(text: str) -> float:
+    from accel_regress.core.isolation.bounds import seconds as checked   # lazily: its package imports numpy
+    return checked(text)
+
+
+def _folder(text: str) -> str:
+    if not text.strip():
+        raise ValueError("empty; name a folder (an empty value would write into the current one)")
+    return text
 
 
 def _non_negative_int(text: str) -> int:
@@ -78,9 +82,9 @@ OPTIONS = (
            "apply fault(case, outputs) to every backend result before comparison"),
     Option("golden_seed", "N", "shift every case's input seed (default 0: the pinned inputs)", int, 0),
     Option("case_timeout", "SECONDS",
-           "bound for one backend run (default: the backend's own, per family and size)", _timeout),
+           "bound for one backend run (default: the backend's own, per family and size)", seconds),
     Option("report_dir", "DIR", "where results.json, results.jsonl and junit.xml go (default: reports)",
-           default="reports", path=True),
+           _folder, default="reports", path=True),
     Option("isolation", "MODE", "process (default): every backend run in a warm worker process, so hangs and "
            "crashes become verdicts; none: in the pytest process (for a debugger)",
            default="process", env="ACCEL_ISOLATION", choices=("process", "none")),
@@ -191,11 +195,12 @@ def _resolve(config, opt: Option) -> Any:
 
 def _check_session_timeout(config) -> None:
     # pytest-timeout's option: it takes any float; a negative or NaN bound would never fire.
+    from accel_regress.core.isolation.bounds import MAX_SECONDS
     value = config.getoption("session_timeout", None)
     if value is None:
         return
-    if not math.isfinite(value) or value < 0:
-        raise pytest.UsageError(f"--session-timeout: {value!r} is not a number of seconds >= 0")
+    if not math.isfinite(value) or value < 0 or value > MAX_SECONDS:
+        raise pytest.UsageError(f"--session-timeout: {value!r} is not a number of seconds >= 0 (at most {MAX_SECONDS:g})")
 
 
 def _large_note(expr: str) -> str:
@@ -237,6 +242,12 @@ def pytest_configure(config):
     # one not imported yet is configured when the session engages.
     if "accel_regress.golden.store" in sys.modules:
         _configure_store(config, sys.modules["accel_regress.golden.store"])
+    if os.environ.get("ACCEL_GOLDEN_CACHE_BYTES") is not None:
+        from accel_regress.golden import store
+        try:
+            store.max_bytes()
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
     config._accel_hw = None
     if config.getoption("hw") is not None:
         selection.selected(config)        # a named backend is checked now; no backend is probed
@@ -245,8 +256,9 @@ def pytest_configure(config):
         from accel_regress.core import faults
         try:
             faults.load(spec)
-        except Exception as exc:
-            raise pytest.UsageError(str(exc)) from None
+        except (Exception, SystemExit) as exc:    # a fault file that calls sys.exit on import too
+            raise pytest.UsageError(str(exc) if isinstance(exc, ValueError) else
+                                    f"--inject-fault {spec}: cannot load it: {type(exc).__name__}: {exc}") from None
     # --collect-only writes no reports (and so leaves the last run's alone).
     if explicit and not config.option.xmlpath and not hasattr(config, "workerinput") and not config.option.collectonly:
         config.option.xmlpath = str(Path(config.getoption("report_dir")) / "junit.xml")

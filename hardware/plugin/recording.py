@@ -3,7 +3,6 @@ results.jsonl as cases finish and results.json at the end (hardware/results/reco
 running when the session stopped are recorded as INTERRUPTED."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from accel_regress.core import verdicts
+from accel_regress.results import report_dir, strict_json
 from accel_regress.core.errors import SetupError, VerdictError
 from accel_regress.plugin import engagement, isolation, selection
 from accel_regress.plugin.fixtures import NOT_APPLICABLE
@@ -150,7 +150,7 @@ def pytest_runtest_makereport(item, call):
         item.config.hook.pytest_accel_regress_record(item=item, record=record)
         # A JSON string: what JUnit's <property value=...> shows, and what travels through
         # execnet under xdist (which refuses str subclasses such as torch's TorchVersion).
-        report.user_properties.append((PROP, json.dumps(record, default=str)))
+        report.user_properties.append((PROP, strict_json.dumps(record)))     # no bare NaN in junit.xml
     return report
 
 
@@ -221,7 +221,13 @@ def _open_sink(config) -> None:
             "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("inject_fault"),
             "golden_seed": config.getoption("golden_seed"), "interrupted": False,
             "env": summary.rerun_env(os.environ)}
-    config._accel_sink = results.Sink(Path(config.getoption("report_dir")), meta, _backends_info(names))
+    folder = Path(config.getoption("report_dir"))
+    try:
+        config._accel_sink = results.Sink(folder, meta, _backends_info(names))
+    except report_dir.Busy as exc:
+        raise pytest.UsageError(f"--report-dir: {exc}") from None
+    except OSError as exc:
+        raise pytest.UsageError(f"--report-dir {folder}: cannot write there: {exc.strerror or exc}") from None
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -238,7 +244,37 @@ def pytest_runtest_logreport(report):
             engagement.engage(_config)      # an xdist controller learns it from its workers' records
             sink = getattr(_config, "_accel_sink", None)
             if sink is not None:
-                sink.add(json.loads(value))
+                sink.add(strict_json.loads(value))
+
+
+@pytest.hookimpl(optionalhook=True)      # pytest-xdist's: a worker process died while it ran a case
+def pytest_handlecrashitem(crashitem, report, sched):
+    start = _started.pop(crashitem, None)
+    _finished[0] += 1
+    sink = getattr(_config, "_accel_sink", None)
+    if sink is None:
+        return
+    rec = _bare_record(crashitem)
+    rec.update(verdict=verdicts.CRASH, stage="run",
+               message=f"{report.longrepr}: the pytest-xdist worker process died (SIGKILL, the OOM killer, "
+                       f"os._exit ...) while it ran this case",
+               duration_s=round(time.time() - start, 4) if start else None)
+    sink.add(rec)
+
+
+def pytest_collectreport(report):
+    """A test file that cannot be collected is a record (``--continue-on-collection-errors`` goes on
+    without it): a FAIL at stage collect, never a silent gap in the matrix."""
+    if not report.failed:
+        return
+    sink = getattr(_config, "_accel_sink", None)
+    if sink is None:
+        return
+    nodeid = report.nodeid or "."
+    text = str(report.longrepr or "").strip().splitlines()
+    sink.add({**_bare_record(nodeid), "test": Path(nodeid.split("::")[0]).name or nodeid,
+              "family": Path(nodeid.split("::")[0]).stem or None, "verdict": verdicts.FAIL, "stage": "collect",
+              "message": "collection error: " + "\n".join(text[-20:]), "duration_s": 0.0})
 
 
 def _backend_in(nodeid: str) -> Optional[str]:
@@ -249,6 +285,12 @@ def _backend_in(nodeid: str) -> Optional[str]:
                  if parts == n or parts.startswith(n + "-") or parts.endswith("-" + n) or f"-{n}-" in parts), None)
 
 
+def _bare_record(nodeid: str) -> dict:
+    """The record of a case known only by its node id (under xdist, all the controller knows)."""
+    return {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": _backend_in(nodeid), "family": None,
+            "census": [], "detail": {}, "runs": [], "versions": {}}
+
+
 def _interrupted_records(session, reason: str) -> list[dict]:
     """Suite cases that started but never finished: the session stopped while they ran."""
     out = []
@@ -256,10 +298,7 @@ def _interrupted_records(session, reason: str) -> list[dict]:
         if _current is not None and _current["nodeid"] == nodeid:
             rec = _as_result(_current)
         else:
-            # Under xdist the controller knows only the node id.
-            backend = _backend_in(nodeid)
-            rec = {"nodeid": nodeid, "test": nodeid.rpartition("::")[2], "backend": backend, "family": None,
-                   "census": [], "detail": {}, "runs": [], "versions": {}}
+            rec = _bare_record(nodeid)
         rec.update(verdict=verdicts.INTERRUPTED, stage="run",
                    message=f"the session stopped ({reason}) while this case ran",
                    duration_s=round(time.time() - start, 4))
@@ -291,5 +330,16 @@ def pytest_sessionfinish(session, exitstatus):
                        interrupted=interrupted, complete=not (interrupted or stopped_early),
                        **({"stop_reason": stop_reason} if stop_reason else {}))
     session.config._accel_data = data
-    session.config.hook.pytest_accel_regress_session_finished(config=session.config, data=data,
-                                                              report_dir=sink.dir)
+    problem = sink.problem
+    try:
+        session.config.hook.pytest_accel_regress_session_finished(config=session.config, data=data,
+                                                                  report_dir=sink.dir)
+    except OSError as exc:         # a full disk, a folder made read-only: the reports, not the record
+        problem = problem or f"cannot write the reports: {exc.filename or sink.dir}: {exc.strerror or exc}"
+    finally:
+        sink.close()               # the report folder is free for the next session
+    if problem:
+        # One line; what was written stays; pytest's internal-error status: a CI job must not read
+        # a session whose record is not whole as a verdict on the device.
+        print(f"accel-regress: {problem}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR

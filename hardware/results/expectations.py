@@ -56,7 +56,7 @@ from accel_regress.results.version_range import Conditions, RangeError
 EXPECTABLE = (verdicts.FAIL, verdicts.COMPILE_ERROR, verdicts.HANG, verdicts.CRASH)
 NOT_ATTEMPTED = (verdicts.HANG, verdicts.CRASH)
 _KEYS = ("test", "verdict", "reason", "issue")
-_OPTIONAL = ("versions", "devices")
+_OPTIONAL = ("versions", "devices", "exact")
 DEFAULT_DIR = "expectations"
 
 
@@ -74,23 +74,26 @@ class Entry:
     file: str = ""
     conditions: Conditions = field(default_factory=Conditions)
     glob: Glob = field(default=None, repr=False, compare=False)
+    # ``exact = true``: ``test`` is one test id as it is, its ``*`` and ``{`` are characters, not
+    # wildcards (a parameter id may hold them; as a pattern it would match every case of the test).
+    literal: bool = False
 
     def __post_init__(self):
-        if self.glob is None:
+        if self.glob is None and not self.literal:
             self.glob = Glob(self.test)
 
     @property
     def exact(self) -> bool:
-        return self.glob.literal
+        return self.literal or self.glob.literal
 
     @property
     def module(self) -> str:
         """The test file part of the pattern ('' when it holds a wildcard)."""
         path = self.test.split("::", 1)[0]
-        return "" if ("*" in path or "{" in path) else path
+        return "" if not self.literal and ("*" in path or "{" in path) else path
 
     def matches(self, key: str) -> bool:
-        return self.glob.match(key)
+        return key == self.test if self.literal else self.glob.match(key)
 
     def holds(self, versions: Optional[dict], device: Optional[str] = None) -> tuple[bool, str]:
         """Does the entry hold for a case with these recorded versions (None: not known yet)?"""
@@ -100,7 +103,8 @@ class Entry:
 
     def to_json(self) -> dict:
         return {"backend": self.backend, "test": self.test, "verdict": self.verdict,
-                "reason": self.reason, "issue": self.issue, "file": self.file, **self.conditions.to_json()}
+                "reason": self.reason, "issue": self.issue, "file": self.file, **self.conditions.to_json(),
+                **({"exact": True} if self.literal else {})}
 
 
 class Expectations:
@@ -160,8 +164,8 @@ def load_file(path: Path, known_backends: Optional[Iterable[str]] = None) -> tup
     if known_backends is not None and backend not in set(known_backends):
         raise ExpectationsError(f"{path}: no backend {backend!r} (the file name must be a backend id: "
                                 f"{', '.join(sorted(known_backends))})")
-    doc = schemas.load_toml(path, "expectations", ExpectationsError)   # hardware/results/schemas/expectations.schema.json
-    text = path.read_text()
+    text = schemas.read_text(path, ExpectationsError)     # one read: what is checked is what is kept
+    doc = schemas.parse_toml(text, path, "expectations", ExpectationsError)   # hardware/results/schemas/expectations.schema.json
     extra = set(doc) - {"expect"}
     if extra:
         raise ExpectationsError(f"{path}: unknown top-level key(s) {', '.join(sorted(extra))}; "
@@ -194,7 +198,7 @@ def load_file(path: Path, known_backends: Optional[Iterable[str]] = None) -> tup
             raise ExpectationsError(f"{where}: {exc}") from None
         try:
             entries.append(Entry(backend, item["test"], item["verdict"], item["reason"], item["issue"], str(path),
-                                 conditions))
+                                 conditions, literal=item.get("exact", False)))
         except PatternError as exc:
             raise ExpectationsError(f"{where}: bad test pattern: {exc}") from None
     return entries, _header(text)
@@ -229,6 +233,8 @@ def entry_text(e: Entry) -> str:
                                                  for k, v in e.conditions.versions.items()) + " }")
     if e.conditions.devices:
         lines.append("devices = [" + ", ".join(_toml_string(d) for d in e.conditions.devices) + "]")
+    if e.literal:
+        lines.append("exact = true")
     return "[[expect]]\n" + "\n".join(lines) + "\n"
 
 

@@ -128,22 +128,28 @@ def propose(exp: Expectations, data: dict, prune_stale: bool = False) -> tuple[d
             elif None not in values and len(values) == 1:
                 (v,) = values
                 notes.append(f"{backend}: {e.test!r} is now {v}, was {e.verdict}")
-                kept.append(Entry(backend, e.test, v, e.reason, e.issue, e.file, e.conditions))
+                kept.append(Entry(backend, e.test, v, e.reason, e.issue, e.file, e.conditions, literal=e.literal))
             else:
                 notes.append(f"{backend}: {e.test!r} split into exact ids ({len(hits)} cases disagree)")
                 for key, v in sorted(wanted.items()):
                     if v is not None:
-                        kept.append(Entry(backend, key, v, e.reason, e.issue, e.file, e.conditions))
+                        kept.append(Entry(backend, key, v, e.reason, e.issue, e.file, e.conditions,
+                                          literal=_wild(key)))
         for key, c in sorted(unlisted, key=lambda kc: kc[0]):
             if any(k.test == key for k in kept):
                 continue
             kept.append(Entry(backend, key, c["verdict"],
                               "TODO: " + (_first_line(c.get("message")) or f"{c['verdict']} at {c.get('stage')}"),
-                              "TODO: link the upstream issue"))
+                              "TODO: link the upstream issue", literal=_wild(key)))
             notes.append(f"{backend}: new {c['verdict']} {key}")
         new[backend] = kept
     notes += [stale_note(e, seen) for e, seen in version_stale(exp, data)]
     return new, notes
+
+
+def _wild(test_id: str) -> bool:
+    """A test id that would read as a pattern (``*``, ``{a,b}``): written with ``exact = true``."""
+    return "*" in test_id or "{" in test_id
 
 
 def _split_leading(tables: list) -> list[list]:

@@ -11,7 +11,9 @@ Blocking, always:
 - backends the policy requires (default: every backend the session asked for) that did not run,
   or ran nothing but SKIPs: an unexpected SKIP is never silent;
 - required markers / families with no case that ran on a required backend;
-- an interrupted session (its results are incomplete).
+- an interrupted session (its results are incomplete);
+- a record that is not whole (hardware/results/completeness.py): no session, no cases, a session that
+  never finished (killed), an exit status that says a test failed while no case did.
 Blocking when the policy says so (the default does): cases much slower than in the baseline.
 Said but not blocking: new hangs and crashes are named first; other SKIPs are counted with
 their reasons; known bugs (XFAIL, not attempted) are counted; bugs that are now fixed.
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from accel_regress.results import record as results, schemas
+from accel_regress.results import completeness, record as results, schemas
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
 
@@ -177,6 +179,7 @@ def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Polic
     if session.get("interrupted"):
         reasons.append(f"the session was interrupted ({session.get('stop_reason') or 'stopped early'}): "
                        f"its results are incomplete")
+    reasons += completeness.refusals(data)       # empty, sessionless, never finished, lost a failure
 
     # Failures, split by what the baseline said.
     failing = sorted(k for k, c in now.items() if c["verdict"] in FAILURES)

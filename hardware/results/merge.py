@@ -120,6 +120,19 @@ def _bring_arrays(merged: dict, out_dir: Path, notes: list[str]) -> int:
     return copied
 
 
+def _output_problem(out: Path, inputs: list) -> Optional[str]:
+    """Why ``-o`` cannot be the merged file: one of its own inputs (overwritten before a second
+    look), a folder, or a path under something that is not a folder."""
+    if out.exists() and any(out.resolve() == Path(i).resolve() for i in inputs):
+        return "is one of the inputs; name a new file"
+    if out.is_dir():
+        return "is a folder; name a file in it (e.g. results.json)"
+    for parent in out.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is not a folder"
+    return None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m accel_regress merge",
                                 description="Merge results.json files from several runners into one "
@@ -144,8 +157,16 @@ def main(argv=None) -> int:
         print(f"merge: refused: {refusal}", file=sys.stderr)
         return 2
     out = Path(args.output)
-    copied = _bring_arrays(merged, out.parent, notes)
-    results.write_atomic(out, strict_json.dumps(merged) + "\n")    # no indent: json's C encoder
+    problem = _output_problem(out, [_parse_input(a)[1] for a in args.inputs])
+    if problem:
+        print(f"merge: -o {out}: {problem}", file=sys.stderr)
+        return 2
+    try:
+        copied = _bring_arrays(merged, out.parent, notes)
+        results.write_atomic(out, strict_json.dumps(merged) + "\n")    # no indent: json's C encoder
+    except OSError as exc:
+        print(f"merge: -o {out}: cannot write it: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     if copied:
         print(f"copied {copied} heatmap array(s) into {out.parent / 'arrays'}")
     for note in notes:

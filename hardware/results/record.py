@@ -13,7 +13,11 @@ Schema ``accel-regress/results`` version 1::
      "summary": {family: {backend: {verdict: count}}}}
 
 Every case is appended to ``results.jsonl`` as it finishes, so a killed session loses nothing;
-``results.json`` is written atomically (temp file + rename) from that log.
+``results.json`` is written atomically (temp file + rename) at the end from the records the
+session kept in memory (never re-read by path: a case may delete the folder, another session
+may share it). The session holds the report folder locked and marks results.json "in progress"
+from its start (hardware/results/report_dir.py): a killed session leaves that mark, never the last
+run's record.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from accel_regress.results import schemas, strict_json
+from accel_regress.results import report_dir, schemas, strict_json
 from accel_regress.util.paths import PathRefused, member_path, read_member  # noqa: F401 (re-exported)
 from accel_regress.util.atomic import write_atomic, write_atomic_bytes  # noqa: F401 (re-exported)
 
@@ -39,14 +43,6 @@ def _open_log(path: Path) -> int:
 def _write_line(fd: int, record: dict) -> None:
     """One whole line per write, unbuffered (in the file at once); readers skip a torn last line."""
     os.write(fd, (strict_json.dumps(record, sort_keys=True) + "\n").encode())
-
-
-def append_line(path: Path, record: dict) -> None:
-    fd = _open_log(path)
-    try:
-        _write_line(fd, record)
-    finally:
-        os.close(fd)
 
 
 def read_lines(path: Path) -> list[dict]:
@@ -91,12 +87,16 @@ def load(path: Path) -> dict:
         raise ResultsError(f"{path}: not an accel-regress results file (schema {data.get('schema') if isinstance(data, dict) else None!r})")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ResultsError(f"{path}: schema_version {data.get('schema_version')!r}, this tool reads {SCHEMA_VERSION}")
+    # Restored first: what is checked is what the tools read (a listed string field turned number
+    # is refused here, not a traceback in gate / report / merge).
+    strict_json.restore(data)
     schemas.check(data, "results", path, ResultsError)
-    return strict_json.restore(data)
+    return data
 
 
 class Sink:
-    """Where the controller process writes results as cases finish."""
+    """Where the controller process writes results as cases finish. It holds the report folder
+    (``report_dir.Busy`` when another session does) until ``close``."""
 
     def __init__(self, directory: Path, session: dict, backends: dict):
         self.dir = Path(directory)
@@ -104,32 +104,58 @@ class Sink:
         self.json = self.dir / "results.json"
         self.session = session
         self.backends = backends
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.jsonl.unlink(missing_ok=True)
-        # Open for the whole session: a line per case is one write, not a mkdir, open and close.
-        self._fd: Optional[int] = _open_log(self.jsonl)
-        _write_line(self._fd, {"session": session})
+        self._cases: list[dict] = []
+        self.problem: Optional[str] = None      # the first write that failed (a full disk ...)
+        self._fd: Optional[int] = None
+        self._lock: Optional[int] = report_dir.lock(self.dir)
+        try:
+            report_dir.clear(self.dir)
+            write_atomic(self.json, strict_json.dumps(build(dict(session, in_progress=True), backends, []),
+                                                      indent=1) + "\n")
+            # Open for the whole session: a line per case is one write, not a mkdir, open and close.
+            self._fd = _open_log(self.jsonl)
+            _write_line(self._fd, {"session": session})
+        except BaseException:
+            self.close()
+            raise
 
     def add(self, case: dict) -> None:
+        self._cases.append(case)
         if self._fd is None:
-            append_line(self.jsonl, case)
-        else:
+            return
+        try:
             _write_line(self._fd, case)
+        except OSError as exc:       # kept in memory; results.json is tried at the end all the same
+            self._failed(self.jsonl, exc)
+            os.close(self._fd)
+            self._fd = None
+
+    def _failed(self, path: Path, exc: OSError) -> None:
+        if self.problem is None:
+            self.problem = f"cannot write {path}: {exc.strerror or exc}"
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def cases(self) -> list[dict]:
-        return [r for r in read_lines(self.jsonl) if "nodeid" in r]
+        return list(self._cases)
 
     def finish(self, **session_updates: Any) -> dict:
-        self.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         self.session.update(session_updates)
-        data = build(self.session, self.backends, self.cases())
-        write_atomic(self.json, strict_json.dumps(data, indent=1) + "\n")
-        return data
+        data = build(self.session, self.backends, self._cases)
+        try:
+            write_atomic(self.json, strict_json.dumps(data, indent=1) + "\n")
+        except OSError as exc:
+            self._failed(self.json, exc)
+        return data       # the folder stays locked until close(): the reports are written next
 
 
 def recover(jsonl: Path, out: Optional[Path] = None) -> dict:
@@ -140,3 +166,27 @@ def recover(jsonl: Path, out: Optional[Path] = None) -> dict:
     data = build(session, {}, [r for r in lines if "nodeid" in r])
     write_atomic(out or jsonl.with_suffix(".json"), strict_json.dumps(data, indent=1) + "\n")
     return data
+
+
+def recover_main(argv=None) -> int:
+    """``python -m accel_regress recover reports/results.jsonl``: the record of a killed session (whose
+    results.json still says "in progress"), rebuilt from its log and marked interrupted."""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog="python -m accel_regress recover",
+                                description="Rebuild a killed session's results.json from its results.jsonl.")
+    p.add_argument("jsonl", help="the killed session's results.jsonl")
+    p.add_argument("-o", "--output", help="where the record goes (default: results.json beside the log)")
+    args = p.parse_args(argv)
+    jsonl = Path(args.jsonl)
+    if not jsonl.is_file():
+        print(f"recover: {jsonl}: no such file", file=sys.stderr)
+        return 2
+    try:
+        data = recover(jsonl, Path(args.output) if args.output else None)
+    except OSError as exc:
+        print(f"recover: cannot write the record: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(f"recovered {len(data['cases'])} finished case(s) of the session started {data['session'].get('started', '?')}"
+          f" -> {args.output or jsonl.with_suffix('.json')} (marked interrupted)")
+    return 0

@@ -105,11 +105,12 @@ class Conditions:
         if self.devices:
             gen = generation(versions, device)
             if gen is None:
-                why.append("device generation not recorded")
-            elif gen not in self.devices:
+                # A run that recorded no device (emu, or a runner that failed to say) is not a run
+                # on that device: the entry must not hide its failures.
+                return False, "device generation not recorded"
+            if gen not in self.devices:
                 return False, f"device {gen} is not {' / '.join(self.devices)}"
-            else:
-                why.append(f"device {gen}")
+            why.append(f"device {gen}")
         return True, "; ".join(why)
 
     def seen(self, versions: Mapping[str, str], device: Optional[str] = None) -> str:

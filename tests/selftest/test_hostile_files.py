@@ -125,9 +125,17 @@ def broken(draw, base):
 
 
 def _valid_results() -> dict:
-    heat = {**GOOD_CASE, "detail": {"heatmap": {"array": "arrays/x.npy", "shape": [2, 2], "block": [1, 1]}},
+    heat = {**GOOD_CASE, "detail": {"heatmap": {"array": "arrays/x.npy", "shape": [2, 2], "block": [1, 1]},
+                                    # the fields the tools use (issue 26 item 10): typed by the schema
+                                    "steps": [{"step": "s0", "op": "mm", "max_abs": 0.5, "mean_abs": 0.1,
+                                               "max_rel": 0.2, "ok": False, "over": 1, "elements": 4}],
+                                    "first_divergent_step": "s0", "markers": ["large"],
+                                    "repeat": {"runs": 4, "failed": 1, "rate": "1/4"},
+                                    "expectation": {"test": "t.py::test_x[*]", "file": "expectations/emu.toml",
+                                                    "reason": "r", "issue": "i", "verdict": "FAIL"}},
             "census": [{"name": "out", "elements": 4, "over_tolerance": 1, "max_abs": 1.0}]}
-    data = results.build({"host": "h", "hw": ["emu"], "started": "2026-11-23T10:00:00", "interrupted": False},
+    data = results.build({"host": "h", "hw": ["emu"], "started": "2026-11-23T10:00:00", "interrupted": False,
+                          "exit_status": 1, "complete": True, "in_progress": False},
                          {"emu": {"selected": True, "available": True, "versions": {"device": "npu1"}}},
                          [heat, {**GOOD_CASE, "nodeid": "t.py::test_y[emu-a]", "verdict": "PASS"}])
     return data
@@ -223,7 +231,8 @@ def _toml(doc) -> str:
 
 POLICY = {"required": {"backends": ["emu"], "markers": [], "families": ["f"]},
           "slowdown": {"factor": 2.0, "min_seconds": 1.0, "blocks": True}, "failures": {"pre_existing_block": True}}
-EXPECT = {"expect": [{"test": "t.py::test_x[*]", "verdict": "FAIL", "reason": "r", "issue": "i"}]}
+EXPECT = {"expect": [{"test": "t.py::test_x[*]", "verdict": "FAIL", "reason": "r", "issue": "i"},
+                    {"test": "t.py::test_x[a*b]", "verdict": "FAIL", "reason": "r", "issue": "i", "exact": True}]}
 
 
 @FUZZ
@@ -250,3 +259,59 @@ def test_fuzz_expectations_file(tmp_path_factory, doc, junk, text):
     for argv in (["expectations", "check", "--dir", str(exp)], ["expectations", "update", str(good), "--dir", str(exp)]):
         code, err = _run_watched(argv, outside)
         assert code in (0, 1, 2) and (code != 2 or (str(exp) in err and "Traceback" not in err)), (argv, code, err)
+
+
+# --- issue 26 item 11: what sits where a file should be ----------------------------------------------
+
+def _not_a_file(path: Path, kind: str) -> None:
+    """Put a FIFO, a link to a device or a folder where the command reads a file."""
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        os.symlink({"dev-zero": "/dev/zero", "dev-urandom": "/dev/urandom", "dev-null": "/dev/null"}[kind], path)
+
+
+def _bounded(argv, path: Path, outside: Path) -> tuple[int, str]:
+    """``_run_watched`` that fails (instead of hanging the suite) when the command blocks."""
+    import threading
+    box = {}
+    t = threading.Thread(target=lambda: box.update(answer=_run_watched(argv, outside)), daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive():
+        if path.is_fifo():
+            with open(path, "wb"):
+                pass          # the writer the blocked open() waits for
+        t.join(5)
+        pytest.fail(f"{argv} blocked on {path}")
+    return box["answer"]
+
+
+NOT_FILES = st.sampled_from(["fifo", "dev-zero", "dev-urandom", "dev-null", "directory"])
+
+
+@FUZZ
+@given(kind=NOT_FILES, role=st.sampled_from(["results", "baseline", "policy", "expectations"]))
+def test_fuzz_fifos_and_devices_where_files_are_read(tmp_path_factory, kind, role):
+    run, outside = _folder(tmp_path_factory)
+    good = run / "good.json"
+    good.write_text(_results())
+    exp = run / "exp"
+    exp.mkdir()
+    path = {"results": run / "results.json", "baseline": run / "base.json", "policy": run / "policy.toml",
+            "expectations": exp / "emu.toml"}[role]
+    _not_a_file(path, kind)
+    argvs = {"results": [["gate", str(path)], ["merge", str(path), "-o", str(run / "m" / "results.json")],
+                         ["report", str(path), "--out", str(run / "r")],
+                         ["expectations", "update", str(path), "--dir", str(run / "noexp")]],
+             "baseline": [["gate", str(good), "--baseline", str(path)]],
+             "policy": [["gate", str(good), "--policy", str(path)]],
+             "expectations": [["expectations", "check", "--dir", str(exp)],
+                              ["expectations", "update", str(good), "--dir", str(exp)]]}[role]
+    for argv in argvs:
+        code, err = _bounded(argv, path, outside)
+        assert code == 2 and str(path) in err and "Traceback" not in err, (argv, code, err)
+        assert "not a regular file" in err or "is a directory" in err, err

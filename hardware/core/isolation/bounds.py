@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import resource
@@ -16,6 +17,16 @@ from dataclasses import dataclass
 from typing import Optional
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+MIN_WORKER_BYTES = 256 << 20
+MAX_SECONDS = 1e6     # 11.6 days; 1e300 s overflows the timers and the poll() of the isolation
+
+
+def seconds(text: str) -> float:
+    """A bound in seconds as a user gives it (``--case-timeout``): positive, finite, at most MAX_SECONDS."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        raise ValueError(f"{text!r} is not a positive number of seconds (at most {MAX_SECONDS:g})")
+    return value
 
 
 def parse_size(text: str) -> Optional[int]:
@@ -26,7 +37,11 @@ def parse_size(text: str) -> Optional[int]:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)", t)
     if not m:
         raise ValueError(f"not a size: {text!r} (use e.g. 8G, 512M, or none)")
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
+    size = int(float(m.group(1)) * _UNITS[m.group(2)])
+    if size < MIN_WORKER_BYTES:
+        # A worker imports numpy and torch before any case: below this it can run nothing.
+        raise ValueError(f"{text!r} is less than the {MIN_WORKER_BYTES >> 20} MiB a worker needs to start")
+    return size
 
 
 def physical_memory() -> Optional[int]:

@@ -54,6 +54,11 @@ class IsolationError(RuntimeError):
     """The isolation machinery itself failed (the fork server would not start)."""
 
 
+# What a verdict keeps of a run's output is its last lines; this much of the log is read to find
+# them (a run that printed 512 MB must not cost gigabytes to judge: issue 26 item 12).
+LOG_TAIL_BYTES = 1 << 20
+
+
 def _tail(text: str, lines: int) -> str:
     return "\n".join(text.rstrip("\n").splitlines()[-lines:])
 
@@ -345,11 +350,15 @@ class Isolation:
         except OSError:
             return 0
 
-    def _log_from(self, worker: _Worker, offset: int, end: Optional[int] = None) -> str:
+    def _log_from(self, worker: _Worker, offset: int, end: Optional[int] = None, head: bool = False) -> str:
+        """The worker's output between ``offset`` and ``end`` (its end): only the last LOG_TAIL_BYTES
+        of it (the first, with ``head``), so a run that printed gigabytes costs no more to judge."""
         try:
             with open(worker.log, "rb") as f:
-                f.seek(offset)
-                data = f.read() if end is None else f.read(max(0, end - offset))
+                stop = os.fstat(f.fileno()).st_size if end is None else end
+                start = offset if head else max(offset, stop - LOG_TAIL_BYTES)
+                f.seek(start)
+                data = f.read(max(0, min(stop - start, LOG_TAIL_BYTES)))
             return data.decode(errors="replace")
         except OSError:
             return ""
@@ -365,7 +374,7 @@ class Isolation:
             pass
         self._await_quiet_log(worker, before)
         output = self._log_from(worker, offset, before)
-        stack = self._log_from(worker, before)
+        stack = self._log_from(worker, before, head=True)
         status = self._drop(worker)
         detail = {"bound_s": job.timeout_s, "worker_pid": worker.pid,
                   "stack": _head(stack, 4 * self.bounds.tail_lines) or "(the worker wrote no stack)",

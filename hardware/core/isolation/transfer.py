@@ -3,7 +3,10 @@
 The folder lives on /dev/shm when it is big enough (tmpfs: writing is a memory copy, and a big
 array is read back as a copy-on-write memory map, so a 0.5 GB output costs one copy, never a
 pickle through a pipe). Files are read with ``allow_pickle=False``. Dtypes numpy cannot describe
-in a .npy header without pickling (ml_dtypes' bfloat16, ...) travel as raw bytes plus their name.
+in a .npy header without pickling (ml_dtypes' bfloat16, ...) travel as raw bytes plus their name;
+every other dtype that is not a native builtin (a byte-swapped ``>f4``, a ``V8`` void) as raw
+bytes plus its full ``dtype.str``, byte order included: the reader gets the dtype the backend
+returned, so the output contract sees it (issue 26 item 1).
 """
 from __future__ import annotations
 
@@ -39,6 +42,17 @@ def _plain(dtype: np.dtype) -> bool:
     return dtype.isbuiltin == 1 and dtype.kind not in "OV"
 
 
+def _tag(dtype: np.dtype) -> str:
+    """What names ``dtype`` exactly on the other side: its ``str`` (``>f4``) when that round-trips,
+    else its name (ml_dtypes' types all read as ``<V2`` ... through ``str``); a structured dtype as
+    plain bytes of its size (its fields cannot cross without a pickle; no contract asks for one)."""
+    if np.dtype(dtype.str) == dtype:
+        return dtype.str
+    if dtype.fields is not None or dtype.subdtype is not None:
+        return f"|V{dtype.itemsize}"
+    return dtype.name
+
+
 def dtype_by_name(name: str) -> np.dtype:
     try:
         return np.dtype(name)
@@ -61,7 +75,7 @@ def write_arrays(folder: Path, prefix: str, arrays: Mapping[str, np.ndarray]) ->
         else:
             raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
             np.save(path, raw, allow_pickle=False)
-            index.append([name, str(path), arr.dtype.name, list(arr.shape)])
+            index.append([name, str(path), _tag(arr.dtype), list(arr.shape)])
     return index
 
 

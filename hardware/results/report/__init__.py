@@ -88,7 +88,7 @@ def write_all(data: dict, out: Path, base: Optional[Path] = None, expectations: 
     trend_md, trend_html = _trend(out)
     md = markdown.render(m, maps, expectations, extra=trend_md)
     if notes:
-        md += "\n" + "\n".join(f"- note: {n}" for n in notes) + "\n"
+        md += "\n" + "\n".join(f"- note: {markdown.md_text(n)}" for n in notes) + "\n"
     results.write_atomic(out / "summary.md", md)
     csvs = csv_export.write(m, out)
     results.write_atomic(out / "pr-comment.md", pr_comment.render(m, baseline, link_base))

@@ -1,5 +1,6 @@
 """The test x device matrix as CSV (as IRON's CI summary keeps it): ``matrix.csv`` with a column per
-device, and ``matrix-<device>.csv`` per device with stage, time and the first line of the message."""
+device, and ``matrix-<device>.csv`` per device with stage, time and the first line of the message.
+No cell starts a spreadsheet formula (hardware/results/report/escape.py ``csv_cell``)."""
 from __future__ import annotations
 
 import csv
@@ -8,12 +9,13 @@ import re
 from pathlib import Path
 
 from accel_regress.util.atomic import write_atomic
+from accel_regress.results.report.escape import csv_cell
 from accel_regress.results.report.tables import Model, first_line
 
 
 def _text(rows: list[list]) -> str:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
+    csv.writer(buf, lineterminator="\n").writerows([[csv_cell(v) for v in row] for row in rows])
     return buf.getvalue()
 
 

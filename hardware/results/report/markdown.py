@@ -1,36 +1,36 @@
 """summary.md: the family x device counts, the test x device matrix, then every failure with its
-census and heatmap. Plain GitHub markdown, so it can be pasted into a job summary or a PR."""
+census and heatmap. Plain GitHub markdown, so it can be pasted into a job summary or a PR; every
+text that comes from the run goes through hardware/results/report/escape.py (it can be chosen by anyone)."""
 from __future__ import annotations
 
+from accel_regress.results.report.escape import md_code, md_text
 from accel_regress.results.report.tables import Model, census_lines, slug
 from accel_regress.results.summary import rerun_line
 
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 def _session_line(m: Model) -> str:
     s = m.session
     if s.get("merged_from"):
-        srcs = "; ".join(f"{x.get('label') or x.get('host') or '?'}: {x['file']} ({', '.join(x.get('devices') or [])}"
-                         + (f", fault {x['fault']}" if x.get("fault") else "") + ")"
+        srcs = "; ".join(md_text(f"{x.get('label') or x.get('host') or '?'}: {x.get('file')} "
+                                 f"({', '.join(map(str, x.get('devices') or []))}"
+                                 + (f", fault {x['fault']}" if x.get("fault") else "") + ")")
                          for x in s["merged_from"])
         return f"Merged from {len(s['merged_from'])} runner(s): {srcs}"
-    return (f"Session {s.get('started', '?')} on {s.get('host', '?')} · hw: {', '.join(s.get('hw') or []) or '?'} · "
-            f"fault: {s.get('fault') or 'none'} · golden seed {s.get('golden_seed', 0)} · "
-            f"exit status {s.get('exit_status', '?')}" + (" · INTERRUPTED" if s.get("interrupted") else ""))
+    return md_text(f"Session {s.get('started', '?')} on {s.get('host', '?')} · hw: {', '.join(s.get('hw') or []) or '?'} · "
+                   f"fault: {s.get('fault') or 'none'} · golden seed {s.get('golden_seed', 0)} · "
+                   f"exit status {s.get('exit_status', '?')}" + (" · INTERRUPTED" if s.get("interrupted") else ""))
 
 
 def verdict_block(m: Model) -> list[str]:
     """The first lines: the fault banner, the gate's SHIP / DON'T SHIP and its reasons."""
     v = m.verdict
-    out = [f"**{v.banner}**", ""] if v.banner else []
+    out = [f"**{md_text(v.banner)}**", ""] if v.banner else []
     out += [f"# {v.head}", ""]
-    out += [f"- {_cell(r)}" for r in v.reasons]
+    out += [f"- {md_text(r)}" for r in v.reasons]
     if v.reasons:
         out.append("")
-    out += [f"The gate's verdict under {v.policy} (`python -m accel_regress gate`).", ""]
+    out += [f"The gate's verdict under {md_text(v.policy)} (`python -m accel_regress gate`).", ""]
     return out
 
 
@@ -39,25 +39,25 @@ def render(m: Model, heatmaps: dict[str, str], expectations: dict | None = None,
     out = verdict_block(m)
     out += ["## accel-regress report", "", f"**{m.headline()}**", "", _session_line(m), ""]
     devs = m.devices
-    out += ["## Family × device", "", "| family | " + " | ".join(devs) + " |",
+    out += ["## Family × device", "", "| family | " + " | ".join(map(md_text, devs)) + " |",
             "|---|" + "---|" * len(devs)]
     for fam in m.families:
-        out.append(f"| {fam} | " + " | ".join(_cell(m.family_cell(fam, d)) for d in devs) + " |")
+        out.append(f"| {md_text(fam)} | " + " | ".join(md_text(m.family_cell(fam, d)) for d in devs) + " |")
     if not m.families:
         out.append("| (no cases) |" + " |" * len(devs))
     out.append("")
     for name, reason in m.missing.items():
-        out.append(f"- **not run on {name}**: {reason}")
+        out.append(f"- **not run on {md_text(name)}**: {md_text(reason)}")
     if m.missing:
         out.append("")
     if m.skips:
         out += [f"## SKIP ({sum(n for _, n in m.skips)})", "", "| cases | reason |", "|---|---|"]
-        out += [f"| {n} | {_cell(why)} |" for why, n in m.skips] + [""]
+        out += [f"| {n} | {md_text(why)} |" for why, n in m.skips] + [""]
     out += list(extra)
     out += ["## Test × device", "", f"<details><summary>{len(m.grid)} tests</summary>", "",
-            "| test | " + " | ".join(devs) + " |", "|---|" + "---|" * len(devs)]
+            "| test | " + " | ".join(map(md_text, devs)) + " |", "|---|" + "---|" * len(devs)]
     for key, row in m.grid.items():
-        out.append(f"| `{_cell(key)}` | " + " | ".join(_verdict(row[d]["verdict"]) if d in row else "" for d in devs) + " |")
+        out.append(f"| {md_code(key, table=True)} | " + " | ".join(_verdict(row[d]["verdict"]) if d in row else "" for d in devs) + " |")
     out += ["", "</details>", ""]
     out += [f"## Failures ({len(m.problems)})", ""]
     if not m.problems:
@@ -70,7 +70,8 @@ def render(m: Model, heatmaps: dict[str, str], expectations: dict | None = None,
         out += [f"## Known bugs seen (XFAIL, {len(m.known)})", ""]
         for c in m.known:
             exp = (c.get("detail") or {}).get("expectation") or {}
-            line = f"- {c['device']} · `{c['key']}` — {exp.get('reason', '')} ({exp.get('issue', '')})"
+            line = (f"- {md_text(c['device'])} · {md_code(c['key'])} — {md_text(exp.get('reason', ''))} "
+                    f"({md_text(exp.get('issue', ''))})")
             if slug(c) in heatmaps:
                 line += f" · [heatmap]({heatmaps[slug(c)]})"
             out.append(line)
@@ -82,8 +83,8 @@ def render(m: Model, heatmaps: dict[str, str], expectations: dict | None = None,
             if na:
                 out.append(f"- {len(na)} known HANG/CRASH case(s) not attempted (`--run-known-hangs` to try)")
             for e in stale:
-                out.append(f"- stale entry in `{e['file']}`: `{e['test']}` "
-                           + (e.get("why") or "matches no collected test"))
+                out.append(f"- stale entry in {md_code(e.get('file'))}: {md_code(e.get('test'))} "
+                           + md_text(e.get("why") or "matches no collected test"))
             out.append("")
     return "\n".join(out) + "\n"
 
@@ -93,9 +94,9 @@ def _verdict(v: str) -> str:
 
 
 def _case(c: dict, heatmaps: dict[str, str], session: dict) -> list[str]:
-    out = [f"### {c['verdict']} · {c['device']} · `{c['nodeid']}`", "",
-           f"stage {c.get('stage') or '-'} · {float(c.get('duration_s') or 0):.2f} s" +
-           (f" · family {c['family']}" if c.get("family") else ""), ""]
+    out = [f"### {c['verdict']} · {md_text(c['device'])} · {md_code(c['nodeid'])}", "",
+           md_text(f"stage {c.get('stage') or '-'} · {float(c.get('duration_s') or 0):.2f} s" +
+                   (f" · family {c['family']}" if c.get("family") else "")), ""]
     lines = [ln for ln in (c.get("message") or "").rstrip().splitlines()][:14]
     for census in c.get("census") or []:
         text = census_lines(census)
@@ -103,7 +104,7 @@ def _case(c: dict, heatmaps: dict[str, str], session: dict) -> list[str]:
             lines += [""] + text
     if lines:
         out += ["```text"] + [ln.replace("```", "'''") for ln in lines] + ["```", ""]
-    out += [f"rerun: `{rerun_line(c, session)}`", ""]
+    out += [f"rerun: {md_code(rerun_line(c, session))}", ""]
     if slug(c) in heatmaps:
         out += [f"![|got - expected| / allowed]({heatmaps[slug(c)]})", ""]
     return out

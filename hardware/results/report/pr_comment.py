@@ -6,28 +6,25 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
+from accel_regress.results.report.escape import md_code, md_text
 from accel_regress.results.report.tables import LABEL, ORDER, Model, first_line
 
 MAX_LISTED = 10
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def render(m: Model, baseline: Optional[dict] = None, link_base: str = "",
            links: tuple = ("index.html", "summary.md", "results.json", "matrix.csv")) -> str:
     v = m.verdict
-    out = [f"**{v.banner}**", ""] if v.banner else []
+    out = [f"**{md_text(v.banner)}**", ""] if v.banner else []
     out += [f"### {v.head}", ""]
-    out += [f"- {_cell(r)}" for r in v.reasons] + ([""] if v.reasons else [])
-    out += [f"accel-regress: {m.headline()} · gate policy: {v.policy}", ""]
+    out += [f"- {md_text(r)}" for r in v.reasons] + ([""] if v.reasons else [])
+    out += [f"accel-regress: {md_text(m.headline())} · gate policy: {md_text(v.policy)}", ""]
     used = [x for x in ORDER if m.totals.get(x)]
     if used and m.devices:
         out += ["| device | " + " | ".join(LABEL.get(x, x) for x in used) + " |", "|---|" + "---|" * len(used)]
         for d in m.devices:
             counts = Counter(c["verdict"] for c in m.cases if c["device"] == d)
-            out.append(f"| {_cell(d)} | " + " | ".join(str(counts.get(x, 0)) for x in used) + " |")
+            out.append(f"| {md_text(d)} | " + " | ".join(str(counts.get(x, 0)) for x in used) + " |")
         out.append("")
     bad = m.problems
     title = "Failures"
@@ -39,7 +36,8 @@ def render(m: Model, baseline: Optional[dict] = None, link_base: str = "",
     if bad:
         out += [f"**{title} ({len(bad)})**", ""]
         for c in bad[:MAX_LISTED]:
-            out.append(f"- {c['verdict']} `{_cell(c['key'])}` on {_cell(c['device'])}: {_cell(first_line(c.get('message'), 120))}")
+            out.append(f"- {c['verdict']} {md_code(c['key'])} on {md_text(c['device'])}: "
+                       f"{md_text(first_line(c.get('message'), 120))}")
         if len(bad) > MAX_LISTED:
             out.append(f"- ... and {len(bad) - MAX_LISTED} more")
         out.append("")

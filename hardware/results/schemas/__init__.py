@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Type
 
+from accel_regress.util import regular_file
 from accel_regress.results import strict_json
 
 HERE = Path(__file__).resolve().parent
@@ -122,25 +123,26 @@ def check(doc: Any, name: str, source, error: Type[ValueError] = InputError, fin
     return doc
 
 
-def _read(path: Path, error: Type[ValueError]) -> str:
+def read_text(path: Path, error: Type[ValueError] = InputError) -> str:
+    """The text of a file the suite reads: a regular file (a FIFO, a device are refused, never
+    waited on or read forever) of at most MAX_BYTES, UTF-8."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise error(f"{path}: {path.stat().st_size} bytes, more than the {MAX_BYTES} this tool reads")
-        return path.read_text()
+        return regular_file.read_text(path, MAX_BYTES)
+    except regular_file.Refused as exc:
+        raise error(str(exc)) from None
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a directory, not a file") from None
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+
 def parse_json(path, error: Type[ValueError] = InputError) -> Any:
     """Read and parse a JSON file (strict, or with bare NaN), not yet validated nor restored."""
     path = Path(path)
-    text = _read(path, error)
+    text = read_text(path, error)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -151,15 +153,17 @@ def parse_json(path, error: Type[ValueError] = InputError) -> Any:
 
 def load_json(path, name: str, error: Type[ValueError] = InputError) -> Any:
     """Read a JSON file, bound its nesting, validate it against ``name``; non-finite numbers restored."""
-    doc = parse_json(path, error)
-    check(doc, name, path, error)
-    return strict_json.restore(doc)
+    doc = strict_json.restore(parse_json(path, error))     # restored first: the check sees what tools read
+    return check(doc, name, path, error)
 
 
 def load_toml(path, name: str, error: Type[ValueError] = InputError) -> dict:
     """Read a TOML file and validate it against ``name``."""
-    path = Path(path)
-    text = _read(path, error)
+    return parse_toml(read_text(Path(path), error), path, name, error)
+
+
+def parse_toml(text: str, path, name: str, error: Type[ValueError] = InputError) -> dict:
+    """Parse the TOML ``text`` of ``path`` and validate it against ``name``."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
