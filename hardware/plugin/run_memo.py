@@ -42,11 +42,16 @@ def default_budget() -> float:
     return bound // 4 // max(1, workers)
 
 
-@pytest.hookimpl(trylast=True)     # after the isolation plugin has set the worker's memory bound
 def pytest_configure(config):
     global active
     config._accel_saved_memo = active
-    active = RunMemo(default_budget())
+    active = None
+
+
+@pytest.hookimpl(trylast=True)     # after the isolation plugin has set the worker's memory bound
+def pytest_accel_regress_engaged(config):
+    global active
+    active = RunMemo(default_budget())      # the runner (and numpy) load only in the plugin's sessions
 
 
 def pytest_unconfigure(config):

@@ -7,6 +7,14 @@ A run that never returns (also one blocked in native code holding the GIL), a fa
 """
 from accel_regress.core.isolation.bounds import Bounds, parse_size
 from accel_regress.core.isolation.guard import HangGuard
-from accel_regress.core.isolation.pool import Isolation, IsolationError
 
 __all__ = ["Bounds", "HangGuard", "Isolation", "IsolationError", "parse_size"]
+
+
+def __getattr__(name):
+    # The pool (numpy among its imports) only when asked for: reading a bound, as every pytest
+    # start does to check its options, must not import it.
+    if name in ("Isolation", "IsolationError"):
+        from accel_regress.core.isolation import pool
+        return getattr(pool, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
