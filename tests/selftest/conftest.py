@@ -3,6 +3,11 @@
 # the process. The pytest process itself no longer imports torch (only the isolated worker does),
 # so a selftest's inline session would otherwise be the first to import it.
 import torch  # noqa: F401
+# The same for matplotlib (the heatmaps and the trend chart): its classes dropped and imported
+# anew by a later inline session no longer match the objects it cached (set_clip_path's TypeError).
+import matplotlib  # noqa: F401
+import matplotlib.figure  # noqa: F401
+import matplotlib.backends.backend_agg  # noqa: F401
 import pytest
 
 

@@ -94,7 +94,7 @@ def test_test_fused_decode_passes_on_the_standins(iron, tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
     # small: compare mode of 3 input classes and end to end; the odd block's compare mode is the
     # known bf16 attention scale (expectations/npu.toml), its end to end passes
-    assert "5 passed, 4 deselected, 1 xfailed" in result.stdout
+    assert "5 passed, 1 xfailed" in result.stdout      # the large block is not even generated (no -m large)
 
 
 def test_a_stale_step_fails_compare_mode_at_that_step(iron, monkeypatch):

@@ -18,7 +18,7 @@ PROPERTY = REPO / "tests" / "test_matmul_shapes_property.py"
 
 def _run(tmp_path, *extra):
     argv = [sys.executable, "-m", "pytest", str(PROPERTY), "--hw", "emu", "--isolation", "none",
-            "--report-dir", str(tmp_path / "reports"), "-p", "no:cacheprovider", "-q", "-p", "no:warnings",
+            "--report-dir", str(tmp_path / "reports"), "-p", "no:cacheprovider", "-p", "no:warnings",
             f"--rootdir={REPO}", "-c", str(REPO / "pyproject.toml"), *extra]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     return proc.returncode, proc.stdout + proc.stderr

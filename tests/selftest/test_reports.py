@@ -3,8 +3,8 @@ the default policy and policy/release.toml) and a fault run's banner; summary.md
 failures with their census and rerun line), heatmaps of |got - expected| / allowed that show where
 the garbage is, index.html that opens from disk, CSV matrices and the PR comment; the page and a
 heatmap checked in a real headless Chromium."""
-import re
 import os
+import re
 import shutil
 import subprocess
 import textwrap
@@ -102,8 +102,14 @@ def _terminal_section(report_dir: Path) -> list[str]:
     return text[start + 1:]
 
 
+def _md(path: Path) -> str:
+    """A Markdown report as its reader sees the run's text: CommonMark's backslash escapes of ASCII
+    punctuation undone, and the word joiners that break @mentions taken out (report/escape.py)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", path.read_text()).replace("\u2060", "")
+
+
 def _markdown_lines(report_dir: Path) -> list[str]:
-    return [ln.strip("*# ") for ln in (report_dir / "summary.md").read_text().splitlines() if ln.strip()]
+    return [ln.strip("*# ") for ln in _md(report_dir / "summary.md").splitlines() if ln.strip()]
 
 
 def test_every_report_is_written(run_dir):
@@ -123,10 +129,10 @@ def test_reports_and_terminal_open_with_the_gates_verdict(request, which, option
     assert _markdown_lines(report_dir)[:n] == head
     assert _terminal_section(report_dir)[:n] == head
     reasons = [ln.strip()[2:] for ln in gate_out if ln.startswith("  - ")]
-    md = (report_dir / "summary.md").read_text()
+    md = _md(report_dir / "summary.md")
     for r in reasons:                       # every blocking reason, in the gate's words
         assert f"- {r}" in md
-    pr = [ln.strip("*# ") for ln in (report_dir / "pr-comment.md").read_text().splitlines() if ln.strip()]
+    pr = [ln.strip("*# ") for ln in _md(report_dir / "pr-comment.md").splitlines() if ln.strip()]
     assert pr[:n] == head and pr[n:n + len(reasons)] == [f"- {r}" for r in reasons]
 
 
@@ -134,7 +140,7 @@ def test_release_policy_gives_its_own_verdict(run_dir, release_dir):
     default, release = _verdict_lines(_gate_lines(run_dir)), _verdict_lines(
         _gate_lines(release_dir, "--policy", str(REPO / "policy" / "release.toml")))
     assert default == ["DON'T SHIP: 1 reason"] and release[0].startswith("DON'T SHIP: ") and release != default
-    assert "backend Krackan is required by" in (release_dir / "summary.md").read_text()
+    assert "backend Krackan is required by" in _md(release_dir / "summary.md")
 
 
 def test_fault_run_says_so_first_everywhere(fault_dir):
@@ -145,7 +151,7 @@ def test_fault_run_says_so_first_everywhere(fault_dir):
     assert _terminal_section(fault_dir)[0] == banner
     lines = (fault_dir / "terminal.txt").read_text().splitlines()
     assert lines.index(banner) < next(i for i, ln in enumerate(lines) if ln.startswith("test_demo.py"))  # before any result
-    assert (fault_dir / "pr-comment.md").read_text().startswith(f"**{banner}**")
+    assert _md(fault_dir / "pr-comment.md").startswith(f"**{banner}**")
     assert f"<div id='fault'>{banner}</div>" in (fault_dir / "index.html").read_text()
     allowed = subprocess.run(["python", "-m", "accel_regress", "gate", str(fault_dir / "results.json"), "--allow-fault"],
                              capture_output=True, text=True, cwd=REPO).stdout.splitlines()
@@ -160,13 +166,13 @@ def test_csv_matrices_and_pr_comment(run_dir):
     per = list(csv.reader((run_dir / "matrix-emu.csv").open()))
     assert per[0] == ["test", "family", "verdict", "stage", "duration_s", "message"]
     assert any(r[0] == "test_demo.py::test_tile_row0" and r[2] == "FAIL" and "not close" in r[5] for r in per)
-    pr = (run_dir / "pr-comment.md").read_text()
+    pr = _md(run_dir / "pr-comment.md")
     assert "| emu | 1 | 2 |" in pr and "- FAIL `test_demo.py::test_tile_row0` on emu" in pr
     assert "[index.html](index.html)" in pr and len(pr.splitlines()) < 25
 
 
 def test_summary_markdown_matrix_then_failures_with_census(run_dir):
-    md = (run_dir / "summary.md").read_text()
+    md = _md(run_dir / "summary.md")
     assert "**3 cases on 1 device(s): 1 PASS, 2 FAIL**" in md
     assert "| family | emu |\n|---|---|\n| gemm_partition_n | 1 PASS, 2 FAIL |" in md
     assert "| `test_demo.py::test_tile_row0` | FAIL |" in md
