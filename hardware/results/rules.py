@@ -171,14 +171,21 @@ def _mask(atom: Atom, rows) -> int:
     return m
 
 
-def _search(rows: list[tuple], target: int, atoms: list[Atom], max_atoms: int) -> Optional[tuple]:
-    """Cheapest formula whose truth mask over ``rows`` equals ``target``."""
+def _distinct_masks(rows: list[tuple], atoms: list[Atom]) -> dict[int, Atom]:
+    """Truth mask over ``rows`` -> the cheapest atom with it, for the atoms that split the rows."""
     full = (1 << len(rows)) - 1
-    masks = {}
+    masks: dict[int, Atom] = {}
     for a in atoms:
         m = _mask(a, rows)
         if 0 < m < full and (m not in masks or _key(((a,),)) < _key(((masks[m],),))):
             masks[m] = a
+    return masks
+
+
+def _search(rows: list[tuple], target: int, atoms: list[Atom], max_atoms: int) -> Optional[tuple]:
+    """Cheapest formula whose truth mask over ``rows`` equals ``target``."""
+    full = (1 << len(rows)) - 1
+    masks = _distinct_masks(rows, atoms)
     # Only atoms true on every target row can be in a conjunction that equals the target.
     cover = [(m, a) for m, a in masks.items() if m & target == target]
     best = None
@@ -238,12 +245,7 @@ def _mixed(target: int, full: int, masks: dict) -> Optional[tuple]:
 def _nearest(rows: list[tuple], target: int, atoms: list[Atom]) -> tuple:
     """The formula of at most two atoms (one, a conjunction or a disjunction of two) that the
     fewest rows contradict, cheapest first among equals: (clauses, mask of the rows it gets wrong)."""
-    full = (1 << len(rows)) - 1
-    masks = {}
-    for a in atoms:
-        m = _mask(a, rows)
-        if 0 < m < full and (m not in masks or _key(((a,),)) < _key(((masks[m],),))):
-            masks[m] = a
+    masks = _distinct_masks(rows, atoms)
     best, best_rank = None, None
     items = list(masks.items())
     cands = [(m, ((a,),)) for m, a in items]
