@@ -84,11 +84,44 @@ class Context:
     case_timeout: Optional[float] = None   # a script's --case-timeout (None: each backend's own bound)
     progress: Optional[Callable[[str], None]] = None     # a script's running commentary (None in pytest)
 
+    _handed: dict = field(default_factory=dict, repr=False)   # variable -> its value before it was handed over
+
     def device_env(self, backend_name: str) -> dict[str, str]:
-        """Hold ``backend_name``'s device (--devices) in this process: the environment that names it."""
+        """Hold ``backend_name``'s device (--devices) and hand it to the backend: the environment
+        that names it (accel_regress.core.devices), set in this process too (the backend's
+        ``versions`` is asked here) and given to every isolated run with its job."""
         if self.devices is None:
             return {}
-        return self.devices.acquire(registry.get(backend_name).device_resource, backend_name)
+        env = self.devices.acquire(registry.get(backend_name).device_resource, backend_name)
+        self._hand(env)
+        return env
+
+    def expect_devices(self, backend_names) -> None:
+        """Tell the backends whose pool --devices locks that this process holds none of it yet
+        (``ACCEL_DEVICE_<RESOURCE>`` empty): until it does, they touch no device."""
+        if self.devices is None:
+            return
+        from accel_regress.core.devices import env_name
+        for name in backend_names:
+            resource = registry.get(name).device_resource
+            if resource and resource not in self.devices.held and self.devices.ids_for(resource, name) is not None:
+                self._hand({env_name(resource): ""})
+
+    def _hand(self, env: Mapping[str, str]) -> None:
+        for key, value in env.items():
+            self._handed.setdefault(key, os.environ.get(key))
+            os.environ[key] = value
+
+    def close(self) -> None:
+        """The session ends: its devices are let go and the environment it handed over is taken back."""
+        if self.devices is not None:
+            self.devices.release()
+        for key, old in self._handed.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+        self._handed.clear()
 
     def device(self, backend_name: str) -> Optional[str]:
         """The device this process holds for ``backend_name`` (None: none held, or no --devices)."""

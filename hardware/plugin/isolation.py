@@ -125,6 +125,7 @@ def pytest_accel_regress_engaged(config):
     lock_dir = config.getoption("device_lock_dir")
     ctx.devices = devices.DeviceLocks(pools, lock_dir and Path(lock_dir),
                                       on_wait=lambda msg: print(f"accel-regress: {msg}", file=sys.stderr)) if pools else None
+    ctx.expect_devices(selection.selected(config))     # before the fork server starts: its workers inherit it
     if (config.getoption("isolation") == "process" and not _is_xdist_controller(config)
             and not config.option.collectonly):
         ctx.isolation = _isolation_for(Bounds(memory_bytes=memory_bytes), _preload_modules(selection.selected(config)))
@@ -187,5 +188,5 @@ def pytest_unconfigure(config):
     # The session's devices are let go; the fork server stays warm for the next session in this
     # process (see _isolation_for).
     ctx = config.stash.get(_CONTEXT, None)
-    if ctx is not None and ctx.devices is not None:
-        ctx.devices.release()
+    if ctx is not None:
+        ctx.close()
