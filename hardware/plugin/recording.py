@@ -88,6 +88,13 @@ def recorder(config) -> Recorder:
     return config.stash[_RECORDER]
 
 
+def sink(config):
+    """Where this session's records go (an accel_regress.results.record.Sink; None: none, e.g. an
+    xdist worker, --collect-only, or a session that is not the plugin's)."""
+    rec_of = config.stash.get(_RECORDER, None)
+    return rec_of.sink if rec_of is not None else None
+
+
 def finished_data(config) -> Optional[dict]:
     """results.json's content once this session finished writing it (None: not the plugin's session)."""
     rec_of = config.stash.get(_RECORDER, None)

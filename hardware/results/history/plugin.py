@@ -125,7 +125,7 @@ def pytest_report_header(config):
 def pytest_sessionstart(session):
     from accel_regress.plugin import recording
     config = session.config
-    sink = recording.recorder(config).sink
+    sink = recording.sink(config)
     if sink is None or _is_worker(config):
         return
     extra = {"revision": config.getoption("history_revision") or _first_env(REVISION_ENV),
