@@ -19,34 +19,37 @@ follows the op. Without any set_validshape ptoas constructs the tile with its al
 valid_col, so that form is not flagged. Order is the text's order (ptoas emits C++ in it; a
 set_validshape in a loop body after the op still leaves the first iteration unset).
 
-The IR facts this relies on (hw-native-sys/PTOAS @a56b18c32af33ac92347611aedb5306d067832c0):
-- ``pto.alloc_tile`` syntax ``(addr = %a)? (valid_row = %r)? (valid_col = %c)? attr-dict :
-  !pto.tile_buf<...>``: include/PTO/IR/PTOOps.td:222-238; ``valid_row`` is present exactly
-  when the type's v_row is ``?`` (same for valid_col): lib/PTO/IR/PTO.cpp:1355-1381
-  (AllocTileOp::verify). So an excerpt that elides the type (``...``) is dynamic iff it has
-  both operands.
-- ``pto.declare_tile attr-dict -> type``: include/PTO/IR/PTOOps.td:1786-1794; ``%r =
-  pto.tassign %tile, %addr`` rebinds the same tile handle: PTOOps.td:1796-1804.
-- ``!pto.tile_buf`` has two spellings, ``<loc=vec, dtype=f32, rows=16, cols=256, v_row=?,
-  v_col=?, ...>`` and ``<vec, 16x256xf32, valid=?x?, ...>`` (valid omitted = rows x cols):
-  lib/PTO/IR/PTOTypeDefs.cpp:105-123 (v_row / v_col: ``?`` or -1 is dynamic), 264-285 (legacy
-  field order), 288-326 and 338-356 (compact form, ``valid=RxC``), 499-524 (TileBufType::parse);
-  "dynamic valid shape" is both dims dynamic: include/PTO/IR/PTOTypeDefs.td:190-193
-  (hasDynamicValid).
-- ``pto.set_validshape %tile, %row, %col : type``, only on a locally bound tile with a dynamic
-  valid shape, updates the metadata in place: PTOOps.td:316-337, PTO.cpp:7164-7183.
-- ``pto.trowexpandmul ins(%src0, %src1[, %tmp] : types) outs(%dst : type)``, dst the DPS init:
-  PTOOps.td:4698-4724, PTO.cpp:7464-7514 (parseTRowExpandBinaryLikeOp); the trowexpand* and
-  tcolexpand* families: PTOOps.td:4635-4870 and the tcolexpand* defs.
-- The constructor is dropped for a tile forced dynamic that has a set_validshape user, wherever
+The IR facts this relies on, with the source lines that define them (hw-native-sys/PTOAS
+@a56b18c32af33ac92347611aedb5306d067832c0 unless said otherwise):
+- ``%t = pto.alloc_tile (addr = %a)? (valid_row = %r)? (valid_col = %c)? attr-dict :
+  !pto.tile_buf<...>``: include/PTO/IR/PTOOps.td:222-238. ``valid_row`` is present exactly when
+  the type's v_row is ``?`` (valid_col likewise): lib/PTO/IR/PTO.cpp:1353-1384
+  (AllocTileOp::verify). So a bug report's excerpt that elides the type (``...``) is dynamic
+  iff it names both operands.
+- ``%t = pto.declare_tile attr-dict -> type``: PTOOps.td:1786-1794. ``%r = pto.tassign %t, %addr :
+  type -> type`` rebinds the same handle: PTOOps.td:1796-1812.
+- ``!pto.tile_buf`` is spelled ``<loc=vec, dtype=f32, rows=16, cols=256, v_row=?, v_col=?, ...>``
+  (fields in that order: lib/PTO/IR/PTOTypeDefs.cpp:265-286; a valid dim is ``?`` or -1 for
+  dynamic, else an integer: 105-123) or ``<vec, 16x256xf32, valid=?x?, ...>`` (288-356; valid
+  omitted means rows x cols: 309), chosen by the first token (499-524). A dynamic valid shape
+  means both dims dynamic: include/PTO/IR/PTOTypeDefs.td:190-193 (hasDynamicValid).
+- ``pto.set_validshape %t, %row, %col : type`` updates the valid shape in place, only on a
+  locally bound tile with a dynamic valid shape: PTOOps.td:316-341, PTO.cpp:7164-7183.
+- ``pto.trowexpandmul ins(%src0, %src1[, %tmp] : types) outs(%dst : type)``, dst the DPS init
+  (the last operand, PTOOps.td:4698-4724): PTO.cpp:7464-7514 (parseTRowExpandBinaryLikeOp, shared
+  by the trowexpand* ops); the ops: trowexpand* PTOOps.td:4635-4870, tcolexpand* 2781-3010.
+- Each reads its destination's valid shape first (hw-native-sys/pto-isa @3186c381
+  include/pto/npu/a2a3/TRowExpandMul.hpp:45-46, TRowExpandSub.hpp:59-60, TRowExpand.hpp:97-98,
+  TColExpand.hpp:58-59, TColExpandBinOp.hpp:105-106).
+- ptoas drops the constructor of a tile forced dynamic that has a set_validshape user, wherever
   that user is: lib/PTO/Transforms/PTOViewToMemref.cpp:1356-1378 (declare_tile ->
-  force_dynamic_valid_shape), lib/PTO/Transforms/PTOToEmitC.cpp:9324-9343. Seed 002 (ptoas
-  v0.36) shows the same for an op-output ``alloc_tile``.
-- The op reads dst's valid shape: pto-isa include/pto/npu/a2a3/TRowExpandMul.hpp @3186c38
-  (``dst.GetValidRow()/GetValidCol()``), as cited in lint.py.
-- pypto writes the IR next to the C++: ``<build>/ptoas/<unit>.pto`` (hw-native-sys/pypto
-  @e2d0f78a python/pypto/backend/pto_backend.py:1210-1215) and may suffix each op with
-  ``loc(...)`` (pto_backend.py:60-74).
+  force_dynamic_valid_shape), lib/PTO/Transforms/PTOToEmitC.cpp:9323-9343. Seed 002 (ptoas v0.36)
+  shows the same for an op-output ``alloc_tile``.
+- pypto writes the IR next to the C++, ``<build>/ptoas/<unit>.pto`` (hw-native-sys/pypto @e2d0f78a
+  python/pypto/backend/pto_backend.py:1210-1215), and may end each op with ``loc(...)``
+  (pto_backend.py:60-75); it emits every alloc_tile in the dynamic form
+  (include/pypto/codegen/pto/pto_codegen.h:767-784), which is why a dynamic tile alone is not
+  a finding.
 
 Malformed input (unbalanced brackets, an alloc without a result or a tile_buf type, a tile_buf
 type without its valid dims, a set_validshape or DPS op without its operands) raises
