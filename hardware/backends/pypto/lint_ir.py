@@ -71,6 +71,7 @@ READS_DST_VALID_SHAPE = re.compile(r"^pto\.t(?:row|col)expand\w*$")
 # (A dotted key of an attribute dict continued on its own line is followed by '=': not an op.)
 _OP_START = re.compile(r"^[ \t]*(?:(%[\w$.\-#:]+(?:\s*,\s*%[\w$.\-#:]+)*)\s*=\s*)?(\"?)([A-Za-z_]\w*\.[\w.$]+)\2"
                        r"(?!\s*=)", re.M)
+_GENERIC_NAME = re.compile(r'"[A-Za-z_]\w*\.[\w.$]+"')
 _SSA = re.compile(r"%[\w$.\-]+")
 _TYPE_ALIAS = re.compile(r"^[ \t]*!([\w.$\-]+)\s*=\s*(!pto\.tile_buf\s*<)", re.M)
 _TILE_BUF = re.compile(r"!pto\.tile_buf\s*<")
@@ -121,8 +122,13 @@ def strip_comments(text: str) -> str:
 
 
 def _blank_strings(code: str) -> str:
-    """String literals as spaces of the same length: their brackets and colons are not syntax."""
-    return re.sub(r'"(?:[^"\\\n]|\\.)*"', lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', code)
+    """String literals as spaces of the same length: their brackets and colons are not syntax.
+    A generic-form op name (``"pto.tmul"(...)``) stays."""
+    def blank(m):
+        if _GENERIC_NAME.fullmatch(m.group(0)) and code.startswith("(", m.end()):
+            return m.group(0)
+        return '"' + " " * (len(m.group(0)) - 2) + '"'
+    return re.sub(r'"(?:[^"\\\n]|\\.)*"', blank, code)
 
 
 def _check_balance(code: str, line_of) -> None:
@@ -132,8 +138,12 @@ def _check_balance(code: str, line_of) -> None:
         if ch in "([{":
             stack.append((ch, i))
         elif ch in pairs:
-            if not stack or stack[-1][0] != pairs[ch]:
-                raise IRParseError(line_of(i), f"unbalanced '{ch}'")
+            if not stack:
+                raise IRParseError(line_of(i), f"'{ch}' closes nothing")
+            if stack[-1][0] != pairs[ch]:
+                op, at = stack[-1]
+                raise IRParseError(line_of(at), f"'{op}' is never closed ('{ch}' at line {line_of(i)} "
+                                                f"closes an outer bracket first)")
             stack.pop()
     if stack:
         ch, i = stack[-1]
