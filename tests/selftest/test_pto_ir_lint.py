@@ -83,6 +83,8 @@ SET = f"pto.set_validshape %t, %one, %c256 : {DYN}"
 @pytest.mark.parametrize("text, flagged", [
     pytest.param(_k(ALLOC, OP, SET), True, id="seed-form"),
     pytest.param(_k(ALLOC, SET, OP), False, id="set-before-op"),
+    # Set before the op and narrowed again after it: the op saw a valid shape.
+    pytest.param(_k(ALLOC, SET, OP, SET), False, id="set-op-set"),
     # No set_validshape at all: ptoas constructs the tile with valid_row/valid_col.
     pytest.param(_k(ALLOC, OP), False, id="dynamic-without-set"),
     pytest.param(_k(f"%t = pto.alloc_tile addr = %a : {STATIC}", OP.replace(DYN, STATIC)), False, id="static"),
