@@ -192,3 +192,67 @@ def test_pto_cpp_option_lints_the_ir_too(lint_suite, fixture, outcome):
     res.assert_outcomes(**{outcome: 1})
     if outcome == "failed":
         res.stdout.fnmatch_lines(["*seed002_excerpt.pto:2: pto-bare-tile-validshape: tile %h_chunk_raw__tile*"])
+
+
+# --- the a2a3 / a2a3sim backends lint the build a failed case left ---------------------------
+
+def _program_folder(root, name, ir=None, cpp=None, age_s=0.0):
+    """pypto's layout: <build>/<program>_<timestamp>/ptoas/<unit>.pto, kernels/aiv/<kernel>.cpp."""
+    d = root / name
+    (d / "ptoas").mkdir(parents=True)
+    (d / "kernels" / "aiv").mkdir(parents=True)
+    if ir:
+        shutil.copy(ir, d / "ptoas" / "unit.pto")
+    if cpp:
+        shutil.copy(cpp, d / "kernels" / "aiv" / "kernel.cpp")
+    if age_s:
+        import os
+        import time
+        old = time.time() - age_s
+        os.utime(d, (old, old))
+    return d
+
+
+def test_lint_build_reads_this_cases_ir_and_cpp(tmp_path):
+    import time
+    from accel_regress.backends.pypto.backend import lint_build
+    since = time.time()
+    _program_folder(tmp_path, "kernel_1_old", ir=EXCERPT, age_s=3600)     # another case's build
+    _program_folder(tmp_path, "kernel_2_new", ir=EXCERPT, cpp=BARE_CPP)
+    found = lint_build(tmp_path, since)
+    assert len(found) == 2
+    assert "kernel_2_new/kernels/aiv/kernel.cpp:9: pto-bare-tile-validshape: tile v21" in found[0]
+    assert "kernel_2_new/ptoas/unit.pto:2: pto-bare-tile-validshape: tile %h_chunk_raw__tile" in found[1]
+    assert lint_build(tmp_path / "absent", since) == []
+
+
+def test_lint_build_turns_unreadable_ir_into_a_line(tmp_path):
+    import time
+    from accel_regress.backends.pypto.backend import lint_build
+    since = time.time()
+    d = _program_folder(tmp_path, "kernel_3")
+    (d / "ptoas" / "unit.pto").write_text("func.func @k() {\n")
+    (line,) = lint_build(tmp_path, since)
+    assert line.startswith("lint-pto could not read the build: ") and "unit.pto:1: malformed PTO IR" in line
+
+
+def test_a_crash_record_does_not_take_another_cases_build(monkeypatch, tmp_path):
+    """Through the stand-in toolchain (fixtures/pypto/lib, test_pypto_backend.py): the crash keeps
+    its build, and the lint reads only the folders this run wrote."""
+    from accel_regress import Crash
+    from accel_regress.backends.pypto.backend import A2a3SimBackend
+    from accel_regress.families.rowexpandmul_fillpad import golden as tiles
+    fixtures = REPO / "tests" / "selftest" / "fixtures" / "pypto"
+    monkeypatch.setenv("PYPTO_LIB_ROOT", str(fixtures / "lib"))
+    monkeypatch.setenv("PTOAS_ROOT", str(fixtures / "ptoas_root"))
+    monkeypatch.delenv("PYPTO_PYTHON", raising=False)
+    monkeypatch.setenv("ACCEL_PYPTO_STANDIN_BUG", "a2a3sim:segv")
+    builds = tmp_path / "builds"
+    monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(builds))
+    _program_folder(builds, "kernel_0_earlier", ir=EXCERPT, age_s=3600)
+    case = tiles.make_case(tiles.seed_config(1))
+    with pytest.raises(Crash) as info:
+        A2a3SimBackend().run(case, tiles.make_inputs(case))
+    shutil.rmtree(info.value.detail["work_dir"], ignore_errors=True)
+    assert len(list(builds.iterdir())) == 2               # the earlier build and this run's
+    assert "pto_lint" not in info.value.detail             # this run's build holds no kernel files
