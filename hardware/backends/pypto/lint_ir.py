@@ -62,7 +62,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from accel_regress.backends.pypto.lint import RULE, Finding
+from accel_regress.backends.pypto.lint import Finding
 
 SUFFIXES = (".pto",)
 READS_DST_VALID_SHAPE = re.compile(r"^pto\.t(?:row|col)expand\w*$")
@@ -236,7 +236,6 @@ def _is_dynamic(dim: str) -> bool:
 
 @dataclass
 class _Op:
-    pos: int
     line: int
     results: list
     name: str
@@ -259,7 +258,7 @@ def _ops(code: str, line_of) -> list[_Op]:
     for k, m in enumerate(starts):
         end = starts[k + 1].start() if k + 1 < len(starts) else len(code)
         results = _SSA.findall(m.group(1) or "")
-        ops.append(_Op(m.start(3), line_of(m.start(3)), results, m.group(3), bool(m.group(2)),
+        ops.append(_Op(line_of(m.start(3)), results, m.group(3), bool(m.group(2)),
                        code[m.end():end]))
     return ops
 
