@@ -50,7 +50,7 @@ def test_seed_excerpt_with_the_set_hoisted_is_clean():
 
 def test_real_ir_has_no_findings():
     real = sorted(p for p in REAL.glob("*.pto") if not p.name.startswith("derived_"))
-    assert len(real) == 5
+    assert len(real) == 6
     findings, files = lint.lint_paths(real)
     assert files == real and findings == []
 
@@ -176,7 +176,7 @@ def test_python_m_accel_regress_lint_pto_takes_pto():
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     assert run.stdout.count("pto-bare-tile-validshape") == 2      # the excerpt and the derived file
-    assert "7 file(s), 2 finding(s)" in run.stdout
+    assert "8 file(s), 2 finding(s)" in run.stdout
 
 
 @pytest.fixture
