@@ -264,7 +264,8 @@ def _ops(code: str, line_of) -> list[_Op]:
 
 
 def _result_type(op: _Op, aliases: dict[str, str]) -> Optional[str]:
-    """The tile_buf body of the op's result type (after its last top-level ':' or '->')."""
+    """The body of the first ``!pto.tile_buf<...>`` (or alias of one) in an alloc_tile /
+    declare_tile: they take no tile operand, so it is the result type."""
     text = op.text
     m = _TILE_BUF.search(text)
     if m:
@@ -321,7 +322,7 @@ def lint_text(text: str, file: str = "<text>", extra_ops: Iterable[str] = ()) ->
             if body is None:
                 if "..." not in head:
                     raise IRParseError(op.line, f"{name} {op.results[0]} has no !pto.tile_buf result type")
-                # A bug report's excerpt with the type elided: the operands say (PTO.cpp:1366-1381).
+                # A bug report's excerpt with the type elided: the operands say (PTO.cpp:1353-1384).
                 dynamic = bool(re.search(r"\bvalid_row\b", head) and re.search(r"\bvalid_col\b", head))
                 decl = _squash(f"{op.results[0]} = {name}{head}")
             else:
