@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from accel_regress.core import runner
+from accel_regress.core import registry, runner
 from accel_regress.families.gemm_partition_n import golden as gemm
 from accel_regress.golden import assert_close
 
@@ -17,11 +17,11 @@ FAULTS = Path(__file__).parent / "fixtures" / "tail_faults.py"
 GEMM_TESTS = Path(__file__).resolve().parents[1] / "test_gemm_partition_n.py"
 
 
-def _check(cfg, seed):
+def _check(cfg, seed, backend="emu"):
     case = gemm.make_case(cfg, seed)
     inputs = gemm.make_inputs(case)
     ref, tol = gemm.expected(inputs, cfg)
-    out = runner.execute(runner.Job("emu", case, inputs, None))
+    out = runner.execute(runner.Job(backend, case, inputs, None))
     assert_close(out["forward"], ref[None], tol=tol[None], min_corr=gemm.MIN_CORR)
     for i in range(cfg.partition_N):
         assert_close(out[f"C_{i}"][:cfg.M, :cfg.n_part], gemm.partition(ref, cfg, i),
@@ -38,6 +38,15 @@ def test_k_tail_configs_reach_a_tail():
 @pytest.mark.parametrize("seed", range(25))
 def test_k_tail_clean_over_seeds(cfg, seed):
     _check(cfg, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_k_tail_clean_on_iree_cpu(seed):
+    why = registry.get("iree-cpu").availability()
+    if why:
+        pytest.skip(why)
+    (cfg,) = [c for c in gemm.K_TAIL_CONFIGS if not c.emulate_bfp16]
+    _check(cfg, seed, "iree-cpu")
 
 
 def test_k_tail_fault_fails_only_the_k_tail_cases(pytester):
