@@ -96,6 +96,7 @@ def test_test_fused_decode_passes_on_the_standins(iron, tmp_path):
     # known bf16 attention scale (expectations/npu.toml), its end to end passes; the masked block's
     # two cases are NOT_APPLICABLE (IRON's Softmax takes no mask)
     assert "5 passed, 2 skipped, 1 xfailed" in result.stdout      # the large block is not even generated (no -m large)
+    assert "2 NOT_APPLICABLE" in result.stdout and "IRON's Softmax has no mask input" in result.stdout
 
 
 def test_masked_attention_is_not_applicable_with_irons_reason():
