@@ -15,18 +15,14 @@ GEMM without it, the suite's ``-bf16`` configuration, and says so.
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from accel_regress.families.gemm_partition_n import golden as gemm  # noqa: E402
-from accel_regress.golden.compare import census  # noqa: E402
-from accel_regress.core import registry, runner  # noqa: E402
-from accel_regress.core.errors import NotApplicable  # noqa: E402
-from accel_regress.core.runner import run_case  # noqa: E402
-from accel_regress.core.isolation.bounds import seconds  # noqa: E402
+from accel_regress.families.gemm_partition_n import golden as gemm
+from accel_regress.golden.compare import census
+from accel_regress.core import registry
+from accel_regress.core.errors import NotApplicable
+from accel_regress.core.runner import run_case
+from accel_regress.results import repro
 
 SIZES = {"small": gemm.VOCAB_MINI, "llama": gemm.LLAMA_VOCAB}
 
@@ -50,26 +46,22 @@ def _outputs(run) -> dict | None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hw", default="emu", help="backend (default emu)")
-    ap.add_argument("--fault", default=None, help="built-in fault name or FILE.py:NAME")
+    ap = repro.parser(__doc__)
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
-    ap.add_argument("--golden-seed", type=int, default=0)
-    ap.add_argument("--case-timeout", type=seconds, default=None, metavar="SECONDS",
-                    help="bound for one run (default: the backend's own, per case)")
     args = ap.parse_args(argv)
-    if runner.standalone("gemm_partition_n.py", args.fault, args.hw, args.case_timeout) is not None:   # isolated, as in pytest
-        return 2
+    session = repro.Repro("gemm_partition_n.py", args)
+    failed = session.open()
+    if failed is not None:
+        return failed
     cfg = SIZES[args.size]
-    if args.hw in registry.KNOWN and registry.availability(args.hw) is None:
-        why = registry.get(args.hw).supports(gemm.make_case(cfg, args.golden_seed))
-        if isinstance(why, NotApplicable) and cfg.emulate_bfp16:
-            cfg = cfg.with_inputs(cfg.inputs, emulate_bfp16=False)
-            print(f"{args.hw} never runs bfp16 emulation ({why}): running the same GEMM without it ({cfg.test_id})")
+    why = registry.get(args.hw).supports(gemm.make_case(cfg, args.golden_seed))
+    if isinstance(why, NotApplicable) and cfg.emulate_bfp16:
+        cfg = cfg.with_inputs(cfg.inputs, emulate_bfp16=False)
+        print(f"{args.hw} never runs bfp16 emulation ({why}): running the same GEMM without it ({cfg.test_id})")
     P = cfg.partition_N
     bar = "=" * 70
     print(bar)
-    print(f"IRON GEMM partition_N reproduction on {args.hw}" + (f" with fault {args.fault}" if args.fault else ""))
+    print(session.title("IRON GEMM partition_N reproduction"))
     print(f"Problem: M={cfg.M}, K={cfg.K}, N={cfg.N}, partition_N={P}, tile {cfg.tile_m}/{cfg.tile_k}/"
           f"{cfg.tile_n}, {cfg.num_aie_columns} columns, bfp16 emulation {cfg.emulate_bfp16}")
     print(bar)
@@ -78,7 +70,7 @@ def main(argv=None) -> int:
     ref, tol = gemm.expected(inputs, cfg)
     out = _outputs(run_case(args.hw, case, inputs, fault=args.fault))
     if out is None:
-        return 2
+        return repro.USAGE
     ok = True
 
     print("BUG 1: forward() output shape")
