@@ -20,15 +20,15 @@ def test_a_fault_is_reported_as_pytest_reports_it(tmp_path):
     cases = run_pytest(tmp_path, "test_fused_decode.py", f"{CASE}-normal", "--hw", "emu", "--inject-fault", fault)
     compare, e2e = cases[COMPARE.format("normal")], cases[END_TO_END]
     assert (compare["verdict"], e2e["verdict"]) == ("FAIL", "FAIL")
+    # the first divergent step, the step table and the census, statistics included: pytest's words
+    assert compare["detail"]["first_divergent_step"] == "q_rope"
+    assert where(compare["message"])[0] in where(out), out
+    assert statistics(compare["message"]) and set(statistics(compare["message"])) <= set(statistics(out))
+    assert compare["message"] in out, out
+    assert e2e["message"] in out and where(e2e["message"])[0] in where(out)
     assert f"compare mode: FAIL  [{COMPARE.format('normal')}]" in out, out
     assert f"end to end: FAIL  [{END_TO_END}]" in out, out
     assert rc == 1
-    # the first divergent step, the step table and the census, statistics included: pytest's words
-    assert compare["detail"]["first_divergent_step"] == "q_rope"
-    assert compare["message"] in out, out
-    assert where(compare["message"])[0] in where(out)
-    assert statistics(compare["message"]) and set(statistics(compare["message"])) <= set(statistics(out))
-    assert e2e["message"] in out and where(e2e["message"])[0] in where(out)
 
 
 def test_a_clean_run_passes_in_both(tmp_path):
