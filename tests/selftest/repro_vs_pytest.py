@@ -34,10 +34,11 @@ def run_pytest(tmp_path: Path, test_file: str, keyword: str, *args: str, timeout
 
 
 def where(text: str) -> list[str]:
-    """Every census "Where:" line in a message or an output."""
-    return re.findall(r"^Where: .*$", text, re.M)
+    """Every census "Where:" line in a message or an output (without its indentation)."""
+    return re.findall(r"^\s*(Where: .*)$", text, re.M)
 
 
 def statistics(text: str) -> list[str]:
-    """Every census statistic line (bias, magnitude bias, spread) in a message or an output."""
-    return re.findall(r"^  (?:bias|magnitude bias|spread) \(.*$", text, re.M)
+    """Every census statistic line (bias, magnitude bias, spread) in a message or an output
+    (without its indentation)."""
+    return re.findall(r"^\s*((?:bias|magnitude bias|spread) \(.*)$", text, re.M)
