@@ -91,7 +91,7 @@ def run_one(session: repro.Repro, name: str, kind: str, variant: str, vlen: int)
 
 
 def main(argv=None) -> int:
-    ap = repro.parser(__doc__, fault_help="built-in fault (saturn-f32-reduction-hang) or FILE.py:NAME")
+    ap = repro.parser(__doc__, default_hw="emu", fault_help="built-in fault (saturn-f32-reduction-hang) or FILE.py:NAME")
     ap.add_argument("--variants", default="v,novec", help="RISC-V flag variants, comma separated (default v,novec)")
     ap.add_argument("--vlen", type=int, default=256)
     args = ap.parse_args(argv)

@@ -105,7 +105,7 @@ def _judged(session: repro.Repro, test: str, test_id: str, verdict: str, version
 
 
 def main(argv=None) -> int:
-    ap = repro.parser(__doc__, fault_help="built-in fault (fused-stale-output, fused-rope-theta, "
+    ap = repro.parser(__doc__, default_hw="emu", fault_help="built-in fault (fused-stale-output, fused-rope-theta, "
                       "fused-rmsnorm-no-weight, fused-softmax-no-max) or FILE.py:NAME")
     ap.add_argument("--size", choices=sorted(SIZES) + sorted(ALIASES), default="small")
     ap.add_argument("--inputs", choices=F.CLASSES, default="normal", help="input class (default normal)")

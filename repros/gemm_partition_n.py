@@ -64,7 +64,7 @@ def _outputs(run, judged: list) -> dict | None:
 
 
 def main(argv=None) -> int:
-    ap = repro.parser(__doc__)
+    ap = repro.parser(__doc__, default_hw="emu")
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
     args = ap.parse_args(argv)
     session = repro.Repro("gemm_partition_n.py", args)

@@ -104,7 +104,7 @@ def run_variant(session: repro.Repro, name: str, valid_rows: int) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = repro.parser(__doc__, fault_help="inject a fault (e.g. pto-bare-tile-validshape, "
+    ap = repro.parser(__doc__, default_hw="emu", fault_help="inject a fault (e.g. pto-bare-tile-validshape, "
                       "pto-bare-tile-validshape-sim)")
     ap.add_argument("--variant", default=",".join(VARIANTS),
                     help=f"comma-separated, from {', '.join(VARIANTS)} (default: all)")

@@ -37,12 +37,11 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_options(ap: argparse.ArgumentParser, *, backends: Optional[Iterable[str]] = None,
+def add_options(ap: argparse.ArgumentParser, *, default_hw: str,
                 fault_help: str = "built-in fault name or FILE.py:NAME") -> argparse.ArgumentParser:
-    """The options every repro takes (module docstring); ``backends`` limits --hw to those."""
-    backends = list(backends) if backends else None
-    ap.add_argument("--hw", default="emu", choices=backends,
-                    help="backend (default emu)" + (f": {', '.join(backends)}" if backends else ""))
+    """The options every repro takes (module docstring); ``default_hw``: the repro's own default
+    backend (the core names none)."""
+    ap.add_argument("--hw", default=default_hw, help=f"backend (default {default_hw})")
     ap.add_argument("--fault", "--inject-fault", dest="fault", default=None, metavar="NAME|FILE.py:NAME",
                     help=fault_help)
     ap.add_argument("--golden-seed", type=int, default=0, help="shift every case's input seed (as pytest's)")
