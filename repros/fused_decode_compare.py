@@ -2,7 +2,7 @@
 """Seed 001, standalone: a fused Llama decode block step by step, in plain words.
 
     python repros/fused_decode_compare.py --hw emu|iree-cpu|qemu-rvv|npu [--fault NAME]
-        [--size small|small-odd|llama] [--inputs normal|shifted|subnormal] [--mode compare|reference]
+        [--size small|small-odd|small-masked|llama] [--inputs normal|shifted|subnormal] [--mode compare|reference]
         [--golden-seed N] [--expectations DIR | --ignore-expectations]
 
 compare (default): runs the block on the backend, then checks every step against its operator's
@@ -32,7 +32,7 @@ from accel_regress.core.runner import run_case
 from accel_regress.results import repro
 
 # --size -> the block; the names are the first part of tests/test_fused_decode.py's case ids.
-SIZES = {"small": F.SMALL, "small-odd": F.SMALL_ODD, "llama-3.2-1b": F.LLAMA_3_2_1B}
+SIZES = {"small": F.SMALL, "small-odd": F.SMALL_ODD, "small-masked": F.SMALL_MASKED, "llama-3.2-1b": F.LLAMA_3_2_1B}
 ALIASES = {"llama": "llama-3.2-1b"}
 TESTS = "tests/test_fused_decode.py"
 
