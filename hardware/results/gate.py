@@ -125,7 +125,8 @@ def faults_of(data: dict) -> list[str]:
 
 
 def fault_banner(data: dict) -> Optional[str]:
-    """The first line of every report of a run with an injected fault, and of the gate's answer."""
+    """The second line of every report of a run with an injected fault and of the gate's answer,
+    right under SHIP / DON'T SHIP."""
     found = faults_of(data)
     if not found:
         return None
@@ -146,7 +147,7 @@ class Verdict:
     ship: bool
     reasons: list[str]       # blocking
     notes: list[str]         # said, not blocking
-    banner: Optional[str] = None     # the injected fault, said before anything else
+    banner: Optional[str] = None     # the injected fault, said right after the verdict
     policy: str = Policy.source
 
     @property
@@ -154,8 +155,9 @@ class Verdict:
         return "SHIP" if self.ship else f"DON'T SHIP: {len(self.reasons)} reason{'s' if len(self.reasons) != 1 else ''}"
 
     def lines(self) -> list[str]:
-        """What every output opens with: the fault banner (if any), then SHIP / DON'T SHIP."""
-        return ([self.banner] if self.banner else []) + [self.head]
+        """What every output opens with: SHIP / DON'T SHIP, then the fault banner (if any). The
+        verdict first: a release manager reads one line, and it must be the answer."""
+        return [self.head] + ([self.banner] if self.banner else [])
 
     def text(self) -> str:
         return "\n".join(self.lines() + [f"  - {r}" for r in self.reasons] + [f"  . {n}" for n in self.notes])
