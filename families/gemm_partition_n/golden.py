@@ -249,6 +249,18 @@ def tolerance_for(inputs: dict[str, np.ndarray], ref: np.ndarray, cfg: GemmConfi
     return tolerance.gemm_bfp16(inputs["A"], inputs["B"], ref, bfp16=cfg.emulate_bfp16)
 
 
+def tolerances(case: Case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, tolerance.ErrorModel]:
+    """{"C": the error model of ref["C"]}, the whole (M, N) product that forward() and every C_p
+    hold a part of, with the device's bfp16 quantization (as ``expected``): the family's entry
+    point of accel_regress.core.contracts.GoldenModule."""
+    cfg, c = config_of(case), ref["C"]
+    if cfg.inputs in gen.BIT_EXACT_CLASSES:
+        return {"C": tolerance.exact_model(c.shape, f"exact: {cfg.inputs} inputs, compared bit for bit")}
+    if _quantizes(cfg, BLOCK_ROUNDING):
+        return {"C": quantized_tolerance(*quantized_operands(inputs, BLOCK_ROUNDING), c)}
+    return {"C": tolerance.gemm_bfp16(inputs["A"], inputs["B"], c, bfp16=cfg.emulate_bfp16)}
+
+
 def partition(x: np.ndarray, cfg: GemmConfig, part: int) -> np.ndarray:
     """Columns of partition ``part`` of an (M, N) array."""
     return x[..., part * cfg.n_part:(part + 1) * cfg.n_part]
