@@ -50,6 +50,10 @@ class GoldenModule(Protocol):
 class GoldenModuleOptional(Protocol):
     def output_contract(self, case: Case) -> OutputContract: ...
 
+    # Why the number format the case declares (a bfp16 data path) cannot hold its input class, or
+    # None: a device backend asks this rather than knowing the family (npu's supports_inputs).
+    def format_excludes(self, case: Case) -> Optional[str]: ...
+
 
 class EmuModel(Protocol):
     """``accel_regress.emu_models``: the device's arithmetic, in the device's order and formats."""
