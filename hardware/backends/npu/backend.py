@@ -117,6 +117,9 @@ class NpuBackend(Backend):
         if excludes is not None:
             why = excludes(case)
             return NotApplicable(why) if why else None
+        why = fused.mask_excludes(case)
+        if why:
+            return NotApplicable(why)
         return super().supports_inputs(case)
 
     def supports(self, case: Case) -> Optional[str]:
