@@ -396,7 +396,7 @@ def tolerances(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, n
     if case.params["program"] == "fused":
         return {FUSED_OUTPUT: _end_to_end_model(case, inputs, np.asarray(ref[OUTPUT], np.float64))}
     out = {}
-    for step in DECODE_BLOCK:
+    for step in block(case):
         ins = [ref[n] for n in step.ins]
         out[step.out] = step_model(step, step_params(case, step), ins, ref[step.out])
     return out

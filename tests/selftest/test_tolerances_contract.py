@@ -68,8 +68,9 @@ def test_rowexpandmul_tolerances_are_the_tile_allowance(cfg):
     assert model.kind == (None if tiles.bit_exact(cfg) else "rounding")
 
 
-def test_fused_decode_tolerances_of_both_programs():
-    fused = F.make_case(F.SMALL, program="fused")
+@pytest.mark.parametrize("cfg", [F.SMALL, F.SMALL_MASKED], ids=lambda c: c.id)
+def test_fused_decode_tolerances_of_both_programs(cfg):
+    fused = F.make_case(cfg, program="fused")
     inputs = F.make_inputs(fused)
     bufs = F.run_pipeline(fused, inputs)
     exact, tol = F.end_to_end_expected(fused, inputs)
@@ -81,7 +82,10 @@ def test_fused_decode_tolerances_of_both_programs():
     assert set(models) == set(F.output_contract(steps))
     for name, m in models.items():
         assert m.shape == bufs[name].shape, name
+    for step in F.block(steps):        # the case's own runlist: a masked block's softmax takes the mask
+        want = F.step_model(step, F.step_params(steps, step), [bufs[n] for n in step.ins], bufs[step.out])
+        np.testing.assert_array_equal(models[step.out].tol, want.tol)
     # The bf16 chain's first step (its inputs are the reference's own) is within its model.
     chain = F.run_pipeline(steps, inputs, bf16=True)
-    first = F.DECODE_BLOCK[0].out
+    first = F.block(steps)[0].out
     assert np.all(np.abs(chain[first] - bufs[first]) <= models[first].tol)
