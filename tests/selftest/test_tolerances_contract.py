@@ -30,7 +30,7 @@ def _models(out: dict) -> dict:
 
 
 @pytest.mark.parametrize("cfg", [gemm.BF16_CONFIGS[-1], gemm.CI_CONFIGS[7], replace(gemm.CI_CONFIGS[7], inputs="ties"),
-                                 replace(gemm.BF16_CONFIGS[-1], inputs="exact")], ids=lambda c: c.id)
+                                 replace(gemm.BF16_CONFIGS[-1], inputs="exact"), *gemm.K_TAIL_CONFIGS], ids=lambda c: c.id)
 def test_gemm_tolerances_are_the_expected_model(cfg):
     case = gemm.make_case(cfg)
     inputs = gemm.make_inputs(case)
