@@ -67,7 +67,7 @@ def run_one(session: repro.Repro, name: str, kind: str, variant: str, vlen: int)
     row = {"test": name, "variant": variant, "verdict": run.verdict, "time": f"{run.duration_s:.2f} s", "note": ""}
     if run.verdict is None:
         ref = R.reference(case, inputs)
-        tol = R.tolerance(case, inputs, ref)
+        tol = R.tolerances(case, inputs, ref)
         bad = [c for c in (census(run.outputs[n], ref[n], tol=tol[n], name=n) for n in ref) if not c.ok]
         row["verdict"] = "FAIL" if bad else "PASS"
         row["note"] = "; ".join(f"{c.name}: {c.over_tolerance}/{c.elements} over tolerance ({c.where()})"

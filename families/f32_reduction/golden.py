@@ -378,9 +378,6 @@ def tolerances(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, n
         return _tolerance(kind, d, ref)
 
 
-tolerance = tolerances     # the name repros/f32_reduction_hang.py and benchmarks/bench_detection.py call
-
-
 def _tolerance(kind: str, d, ref) -> dict[str, ErrorModel]:
     if kind == "row_sum":
         n = d["x"].shape[1]
