@@ -108,11 +108,25 @@ class _Settings:
     secret: Optional[bytes] = None     # the signing key, read once
 
 
+class _Memo:
+    """The goldens this process holds (least recently used first), and the disk store's size."""
+
+    def __init__(self) -> None:
+        self.entries: "OrderedDict[str, tuple[Any, int]]" = OrderedDict()   # key -> (value, bytes)
+        self.nbytes = 0
+        self.stored_bytes: Optional[int] = None  # the store's size as this process last walked it, plus its writes
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.nbytes = 0
+        self.stored_bytes = None
+
+
+# The store is the process's (a golden module asks it with no session at hand); each pytest
+# session configures it afresh (``configure``), so sessions inside a session start clean.
 _settings = _Settings()
 _random = random.Random()
-_memo: "OrderedDict[str, tuple[Any, int]]" = OrderedDict()
-_memo_bytes = 0
-_stored_bytes: Optional[int] = None  # the store's size as this process last walked it, plus its writes
+_memo = _Memo()
 problems: list[str] = []            # what was reported this process, once per entry
 stats = {"memo_hits": 0, "disk_hits": 0, "computed": 0, "written": 0, "evicted": 0, "corrupt": 0,
          "foreign": 0, "verified": 0}
@@ -176,10 +190,7 @@ def max_bytes() -> int:
 
 
 def clear_memo() -> None:
-    global _memo_bytes, _stored_bytes
     _memo.clear()
-    _memo_bytes = 0
-    _stored_bytes = None
 
 
 # --- the key ------------------------------------------------------------------------------------
@@ -272,9 +283,9 @@ def key_of(kind: str, case) -> str:
 def cached(kind: str, case, fn: Callable[[], Any]) -> Any:
     """``fn()`` for this case and kind ("inputs", "expected", ...), computed once and kept."""
     key = key_of(kind, case)
-    hit = _memo.get(key)
+    hit = _memo.entries.get(key)
     if hit is not None:
-        _memo.move_to_end(key)
+        _memo.entries.move_to_end(key)
         stats["memo_hits"] += 1
         return hit[0]
     if not _settings.enabled:
@@ -361,15 +372,14 @@ def _difference(tree_a, arrays_a, tree_b, arrays_b) -> Optional[str]:
 
 
 def _remember(key: str, value: Any) -> None:
-    global _memo_bytes
     size = _nbytes(value)
     if size is None or size > MEMO_BYTES:
         return
-    _memo[key] = (value, size)
-    _memo_bytes += size
-    while _memo_bytes > MEMO_BYTES:
-        _, (_, old) = _memo.popitem(last=False)
-        _memo_bytes -= old
+    _memo.entries[key] = (value, size)
+    _memo.nbytes += size
+    while _memo.nbytes > MEMO_BYTES:
+        _, (_, old) = _memo.entries.popitem(last=False)
+        _memo.nbytes -= old
 
 
 def _nbytes(value) -> Optional[int]:
@@ -530,14 +540,13 @@ def _write(top: int, key: str, value, secret: bytes) -> None:
 
 def _account(written: int) -> None:
     """Evict when the store may have passed its bound (see the module docstring)."""
-    global _stored_bytes
-    if _stored_bytes is None:
-        _stored_bytes = sum(size for _, size, _ in entries())
+    if _memo.stored_bytes is None:
+        _memo.stored_bytes = sum(size for _, size, _ in entries())
     else:
-        _stored_bytes += written
-    if _stored_bytes > max_bytes():
+        _memo.stored_bytes += written
+    if _memo.stored_bytes > max_bytes():
         evict(max_bytes())
-        _stored_bytes = sum(size for _, size, _ in entries())
+        _memo.stored_bytes = sum(size for _, size, _ in entries())
 
 
 def _load(top: int, key: str, label: str, secret: bytes):

@@ -14,7 +14,7 @@ import pytest
 from accel_regress.golden import census, store
 from accel_regress.families.rowexpandmul_fillpad import golden as tiles
 from accel_regress.golden import inputs as classes
-from accel_regress.plugin import run_memo
+from accel_regress.plugin import run_memo, selection
 from accel_regress.core.budget import skip_on_simulator
 
 pytestmark = pytest.mark.family(tiles.OP)
@@ -92,7 +92,7 @@ _PAIR = ("a2a3", "a2a3sim")
 
 def _run_on(config, name, case, inputs):
     # the session's memo: the same run test_tile and test_padded_region read on that backend
-    return run_memo.run_case(name, case, inputs, fault=config.getoption("inject_fault"),
+    return run_memo.run_case(config, name, case, inputs, fault=config.getoption("inject_fault"),
                              timeout_s=config.getoption("case_timeout"))
 
 
@@ -100,7 +100,7 @@ def pytest_generate_tests(metafunc):
     # The differential cases exist only when both backends are selected; otherwise one SKIP says why.
     if metafunc.function is not test_a2a3_matches_a2a3sim:
         return
-    if all(n in metafunc.config._accel_hw for n in _PAIR):
+    if all(n in selection.selected(metafunc.config) for n in _PAIR):
         metafunc.parametrize("cfg", CONFIGS, indirect=True)
     else:
         metafunc.parametrize("cfg", [pytest.param(None, id="not-selected", marks=pytest.mark.skip(

@@ -90,6 +90,10 @@ class Backend(Protocol):
 
     kind: str
     description: str
+    # The device pool it locks (None: none). The runner holds one device of it per process from
+    # the session's --devices locks (runner.Context) and hands it to the run as the environment
+    # ACCEL_DEVICE_<RESOURCE>; the backend never reads the session's state.
+    device_resource: Optional[str]
 
     def availability(self) -> Optional[str]: ...
 

@@ -14,10 +14,12 @@ holder dies, so a killed session never leaves a device locked, and sessions on t
 (two CI jobs) respect each other's locks too. With more processes than devices the extra ones
 wait for a device to be released.
 
-How a backend learns its device: the isolated worker runs with the environment variable
-``ACCEL_DEVICE_<RESOURCE>`` (resource upper-cased, ``-`` as ``_``; e.g. ``ACCEL_DEVICE_NPU=1``)
-and ``ACCEL_DEVICE`` set to the id. A backend reads it with ``devices.assigned(self.device_resource)``
-(None without --devices: use the default device, e.g. pyxrt.device(0)).
+How a backend learns its device: the runner hands it over (accel_regress.core.runner.Context) as
+the environment variable ``ACCEL_DEVICE_<RESOURCE>`` (resource upper-cased, ``-`` as ``_``; e.g.
+``ACCEL_DEVICE_NPU=1``) and ``ACCEL_DEVICE`` set to the id, in the isolated worker's run and in the
+pytest process that holds the lock. A backend reads it with ``devices.assigned(self.device_resource)``
+(None without --devices: use the default device, e.g. pyxrt.device(0); empty: --devices locks
+this pool and the process holds none of it yet, so it must touch none).
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ def env_name(resource: str) -> str:
 
 
 def assigned(resource: Optional[str]) -> Optional[str]:
-    """The device id this process was given for ``resource`` (None: no --devices; use the default)."""
+    """The device id this process was given for ``resource`` (None: no --devices, use the default;
+    "": --devices locks this pool and none is held yet)."""
     if not resource:
         return None
     return os.environ.get(env_name(resource))

@@ -3,9 +3,11 @@
 ``execute`` is the whole of a run (backend, then the injected fault) and is what the isolation
 layer runs away from the pytest process; ``run_case`` wraps it and never raises.
 
-Set by the pytest plugin (a script may set them too): ``isolation`` (a
-``accel_regress.core.isolation.Isolation``; None runs in this process), ``hang_guard`` (--max-hangs) and
-``devices`` (a ``accel_regress.core.devices.DeviceLocks`` for --devices).
+What a run needs from whoever runs it is a ``Context``: the isolated worker (None runs in this
+process), the --max-hangs guard, the --devices locks, who observes runs, a script's bound and
+commentary. A pytest session owns one (made when it engages, closed at its end:
+accel_regress.plugin.isolation) and passes it to every run; a script sets up ``script``, the
+context its runs get when they name none (``standalone``).
 """
 from __future__ import annotations
 
@@ -72,8 +74,64 @@ def _not_arrays(outputs: Any) -> Optional[str]:
     return None
 
 
-# Who observes runs as tests touch them (the pytest plugin sets this; repros leave it None).
-observer: Optional[Callable[["Run"], None]] = None
+@dataclass
+class Context:
+    """What the runs of one session (a pytest session, per xdist worker; or a script) share."""
+    isolation: Any = None      # accel_regress.core.isolation.Isolation, or None: run in this process
+    hang_guard: Any = None     # accel_regress.core.isolation.HangGuard, or None: never stop trying
+    devices: Any = None        # accel_regress.core.devices.DeviceLocks, or None: no --devices
+    observer: Optional[Callable[["Run"], None]] = None   # who observes runs as tests read them
+    case_timeout: Optional[float] = None   # a script's --case-timeout (None: each backend's own bound)
+    progress: Optional[Callable[[str], None]] = None     # a script's running commentary (None in pytest)
+
+    _handed: dict = field(default_factory=dict, repr=False)   # variable -> its value before it was handed over
+
+    def device_env(self, backend_name: str) -> dict[str, str]:
+        """Hold ``backend_name``'s device (--devices) and hand it to the backend: the environment
+        that names it (accel_regress.core.devices), set in this process too (the backend's
+        ``versions`` is asked here) and given to every isolated run with its job."""
+        if self.devices is None:
+            return {}
+        env = self.devices.acquire(registry.get(backend_name).device_resource, backend_name)
+        self._hand(env)
+        return env
+
+    def expect_devices(self, backend_names) -> None:
+        """Tell the backends whose pool --devices locks that this process holds none of it yet
+        (``ACCEL_DEVICE_<RESOURCE>`` empty): until it does, they touch no device."""
+        if self.devices is None:
+            return
+        from accel_regress.core.devices import env_name
+        for name in backend_names:
+            resource = registry.get(name).device_resource
+            if resource and resource not in self.devices.held and self.devices.ids_for(resource, name) is not None:
+                self._hand({env_name(resource): ""})
+
+    def _hand(self, env: Mapping[str, str]) -> None:
+        for key, value in env.items():
+            self._handed.setdefault(key, os.environ.get(key))
+            os.environ[key] = value
+
+    def close(self) -> None:
+        """The session ends: its devices are let go and the environment it handed over is taken back."""
+        if self.devices is not None:
+            self.devices.release()
+        for key, old in self._handed.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+        self._handed.clear()
+
+    def device(self, backend_name: str) -> Optional[str]:
+        """The device this process holds for ``backend_name`` (None: none held, or no --devices)."""
+        resource = registry.get(backend_name).device_resource
+        held = self.devices.held.get(resource) if self.devices is not None and resource else None
+        return held[0] if held else None
+
+
+# The context of a script's runs (``standalone`` sets it up); a pytest session passes its own.
+script = Context()
 
 
 @dataclass
@@ -88,6 +146,7 @@ class Run:
     never: bool = False           # skip is a NotApplicable reason: the backend never runs this case
     report: dict = field(default_factory=dict)   # what the backend measured (backend_report), isolated or not
     _outputs: Optional[dict] = None
+    context: Optional[Context] = field(default=None, repr=False, compare=False)   # whose observer sees it read
 
     @property
     def verdict(self) -> Optional[str]:
@@ -99,6 +158,7 @@ class Run:
     @property
     def outputs(self) -> dict[str, np.ndarray]:
         __tracebackhide__ = True    # a failure points at the test's line, not here
+        observer = self.context.observer if self.context is not None else None
         if observer is not None:
             observer(self)
         if self.skip:
@@ -122,11 +182,6 @@ class Run:
                 "duration_s": round(self.duration_s, 6), "verdict": self.verdict}
 
 
-isolation = None     # accel_regress.core.isolation.Isolation, or None: run in this process
-hang_guard = None    # accel_regress.core.isolation.HangGuard, or None: never stop trying
-devices = None       # accel_regress.core.devices.DeviceLocks, or None: no --devices
-
-
 def backend_report(name: str) -> dict:
     """What a backend measured in its last run, beyond the outputs (qemu-rvv's cycles and codegen
     scan, FireSim's slot and console): its ``last_report`` or ``last_record``, in the process that ran it."""
@@ -134,8 +189,8 @@ def backend_report(name: str) -> dict:
     return dict(getattr(backend, "last_report", None) or getattr(backend, "last_record", None) or {})
 
 
-def invoke(job: Job) -> dict[str, np.ndarray]:
-    """Run ``job`` isolated when an isolation layer is set, else in this process."""
+def invoke(job: Job, isolation=None) -> dict[str, np.ndarray]:
+    """Run ``job`` in ``isolation`` (an accel_regress.core.isolation.Isolation), else in this process."""
     if isolation is not None:
         return isolation.run(job)
     os.environ.update(job.env)
@@ -156,7 +211,7 @@ def versions_of(backend_name: str) -> dict:
     return _versions_seen[backend_name]
 
 
-def _after_hang(backend_name: str, run: "Run") -> None:
+def _after_hang(backend_name: str, run: "Run", isolation) -> None:
     """Give the backend its reset hook (in a fresh worker when isolated); note a failed reset."""
     try:
         problem = isolation.reset(backend_name) if isolation is not None else registry.get(backend_name).reset()
@@ -190,9 +245,13 @@ def contract_error(backend_name: str, case: Case, outputs: Mapping[str, np.ndarr
 
 
 def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
-             fault: Optional[str] = None, timeout_s: Optional[float] = None) -> Run:
+             fault: Optional[str] = None, timeout_s: Optional[float] = None,
+             context: Optional[Context] = None) -> Run:
+    """One run of ``case`` on a backend; ``context``: the session's (None: the script's, ``script``)."""
+    ctx = context if context is not None else script
+    isolation, hang_guard = ctx.isolation, ctx.hang_guard
     backend = registry.get(backend_name)
-    run = Run(backend_name, case, sha256_of(inputs))
+    run = Run(backend_name, case, sha256_of(inputs), context=ctx)
     reason = registry.availability(backend_name)
     if reason is None:
         reason = backend.supports_inputs(case) or backend.supports(case)
@@ -203,15 +262,15 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     if blocked:
         run.skip = blocked
         return run
-    env = devices.acquire(backend.device_resource, backend_name) if devices is not None else {}
+    env = ctx.device_env(backend_name)
     run.versions = versions_of(backend_name)
-    bound = timeout_s or case_timeout or backend.timeout(case)
-    if progress is not None:     # a script says what it waits for: a hang is never a silent minute
-        progress(f"{backend_name} {case.id}: running (bound {bound:g} s; --case-timeout changes it)")
+    bound = timeout_s or ctx.case_timeout or backend.timeout(case)
+    if ctx.progress is not None:     # a script says what it waits for: a hang is never a silent minute
+        ctx.progress(f"{backend_name} {case.id}: running (bound {bound:g} s; --case-timeout changes it)")
     job = Job(backend_name, case, dict(inputs), fault, bound, env, run.inputs_sha256)
     start = time.perf_counter()
     try:
-        run._outputs = invoke(job)
+        run._outputs = invoke(job, isolation)
         run.report = dict(getattr(isolation, "last_report", None) or {}) if isolation is not None \
             else backend_report(backend_name)
     except VerdictError as exc:
@@ -227,14 +286,10 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
         if run.error is not None:
             run._outputs = None
     if run.verdict == "HANG":
-        _after_hang(backend_name, run)
+        _after_hang(backend_name, run, isolation)
     if hang_guard is not None and not (run.error and "injected_fault" in run.error.detail):
         hang_guard.record(backend_name, case.id, run.verdict)
     return run
-
-
-case_timeout: Optional[float] = None   # a script's --case-timeout (None: each backend's own bound)
-progress: Optional[Callable[[str], None]] = None    # a script's running commentary (None in pytest)
 
 
 def standalone(prog: str, fault: Optional[str] = None, backend: Optional[str] = None,
@@ -245,10 +300,9 @@ def standalone(prog: str, fault: Optional[str] = None, backend: Optional[str] = 
     ``timeout_s``: the script's --case-timeout; ``narrate``: a line on stderr before each run.
     The fault is loaded first: one that cannot be loaded (a typo, a missing file, a broken module)
     is a usage error, said on stderr; the return value is then 2 (the exit status), else None."""
-    global isolation, case_timeout, progress
-    case_timeout = timeout_s
+    script.case_timeout = timeout_s
     if narrate:      # a line on stderr before each run: a repro stuck on a hang says so while it waits
-        progress = lambda message: print(f"{prog}: {message}", file=sys.stderr, flush=True)   # noqa: E731
+        script.progress = lambda message: print(f"{prog}: {message}", file=sys.stderr, flush=True)   # noqa: E731
     if fault:
         try:
             faults.load(fault)
@@ -256,19 +310,20 @@ def standalone(prog: str, fault: Optional[str] = None, backend: Optional[str] = 
             print(f"{prog}: {exc}" if isinstance(exc, ValueError) else
                   f"{prog}: --inject-fault {fault}: cannot load it: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
-    if isolation is None and os.environ.get("ACCEL_ISOLATION", "process") != "none":
+    if script.isolation is None and os.environ.get("ACCEL_ISOLATION", "process") != "none":
         import atexit
 
         from accel_regress.core.isolation import Bounds, Isolation
         from accel_regress.core.isolation.bounds import default_memory
         preload = [registry.KNOWN[backend].split(":")[0]] if backend in registry.KNOWN else []
-        isolation = Isolation(Bounds(memory_bytes=default_memory()), preload=preload)
-        atexit.register(isolation.close)
+        script.isolation = Isolation(Bounds(memory_bytes=default_memory()), preload=preload)
+        atexit.register(script.isolation.close)
     return None
 
 
-def memory_budget() -> Optional[int]:
+def memory_budget(context: Optional[Context] = None) -> Optional[int]:
     """Bytes one case may use: the isolated worker's bound, and never more than 80 % of this machine."""
     from accel_regress.core.isolation.bounds import default_memory
+    isolation = (context if context is not None else script).isolation
     bounds = [b for b in (default_memory(), isolation and isolation.bounds.memory_bytes) if b]
     return min(bounds) if bounds else None

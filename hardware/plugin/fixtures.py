@@ -23,13 +23,14 @@ class Hardware:
     def __init__(self, name: str, config):
         from accel_regress.core import registry
         self.name = name
+        self.config = config
         self.backend = registry.get(name)
         self.fault = config.getoption("inject_fault")
         self.golden_seed = config.getoption("golden_seed")
         self.case_timeout = config.getoption("case_timeout")
 
     def run(self, case: Case, inputs) -> runner.Run:
-        return run_memo.run_case(self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
+        return run_memo.run_case(self.config, self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
 
     def __repr__(self) -> str:
         return f"<hw {self.name}>"

@@ -26,15 +26,17 @@ from accel_regress.plugin import engagement
 # plugin import hypothesis and load the profile at configure time.
 _OPTIONS = ("hypothesis_profile", "hypothesis_verbosity", "hypothesis_show_statistics", "hypothesis_seed",
             "hypothesis_explain")
-_registered = False
 CI, EXPLORE = "accel-ci", "explore"     # hypothesis_profiles' names (importing it imports hypothesis)
+_PROFILES = "accel_regress.plugin.hypothesis_profiles"
+
+
+def _registered() -> bool:
+    return _PROFILES in sys.modules
 
 
 def register() -> None:
-    global _registered
-    if not _registered:
+    if not _registered():
         import accel_regress.plugin.hypothesis_profiles  # noqa: F401 (registers the profiles on import)
-        _registered = True
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -53,7 +55,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    if not _registered and "hypothesis" in sys.modules and engagement.engaged(item.config):
+    if not _registered() and "hypothesis" in sys.modules and engagement.engaged(item.config):
         register()
 
 

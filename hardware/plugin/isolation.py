@@ -7,18 +7,69 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
 from accel_regress.plugin import engagement, selection
 
-# Why the session stopped early, once something stopped it (read by accel_regress.plugin.recording).
-stop_reason: Optional[str] = None
-# "starting" until collection begins (no results sink yet, and pytest would skip its session end),
-# "running", then "finishing" while results are written: a stop signal only interrupts "running";
-# in the other phases it is noted and acted on at the next safe point (or not at all: finishing).
-phase = "starting"
+if TYPE_CHECKING:
+    from accel_regress.core import runner
+
+
+class Stop:
+    """What stops this session early, once something stopped it: a signal, --session-timeout,
+    pytest's or xdist's own stop. Registered as a plugin of its session (its hooks get no config),
+    read by accel_regress.plugin.recording.
+
+    ``phase``: "starting" until collection begins (no results sink yet, and pytest would skip its
+    session end), "running", then "finishing" while results are written: a stop signal only
+    interrupts "running"; in the other phases it is noted and acted on at the next safe point (or
+    not at all: finishing)."""
+
+    def __init__(self) -> None:
+        self.reason: Optional[str] = None
+        self.phase = "starting"
+        self.old_sigterm = self.old_sigint = self.timer = None
+
+    def on_signal(self, signum, frame) -> None:
+        # A KeyboardInterrupt takes pytest's own interrupted path: the session finishes, results.json is
+        # written, and the running case is marked INTERRUPTED (accel_regress.plugin.recording).
+        self.reason = self.reason or signal.Signals(signum).name
+        if self.phase == "running":
+            raise KeyboardInterrupt(self.reason)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session) -> None:
+        """The first point where an interruption still ends in pytest_sessionfinish (results written)."""
+        self.phase = "running"
+        if self.reason is not None:
+            raise KeyboardInterrupt(self.reason)
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        if self.reason is None and type(excinfo.value) is not KeyboardInterrupt:
+            # pytest's own stop ("1 error during collection"), xdist's ("stopping after 1 failures"):
+            # subclasses of KeyboardInterrupt, no signal was sent.
+            self.reason = str(excinfo.value) or type(excinfo.value).__name__
+        self.reason = self.reason or "SIGINT"
+
+
+_STOP = pytest.StashKey[Stop]()
+_SETTINGS = pytest.StashKey[Optional[tuple]]()
+_CONTEXT = pytest.StashKey["runner.Context"]()
+
+
+def stop(config) -> Stop:
+    return config.stash[_STOP]
+
+
+def context(config) -> runner.Context:
+    """The runner context of this session (the isolated worker, --max-hangs, --devices, who observes
+    runs): what every run of the session is handed. Set up when the session engages."""
+    if _CONTEXT not in config.stash:
+        from accel_regress.core import runner
+        config.stash[_CONTEXT] = runner.Context()
+    return config.stash[_CONTEXT]
 
 
 def is_worker(config) -> bool:
@@ -59,25 +110,26 @@ def _settings(config) -> tuple:
 def pytest_configure(config):
     """Options given are checked now; what they set up waits until the session is the plugin's
     (``engaged`` below)."""
-    config._accel_isolation_settings = _settings(config) if engagement.explicit(config) else None
-    _save_stop_state(config)
+    config.stash[_SETTINGS] = _settings(config) if engagement.explicit(config) else None
+    config.stash[_STOP] = Stop()
+    config.pluginmanager.register(config.stash[_STOP], "accel-regress-stop")
 
 
 @pytest.hookimpl(tryfirst=True)     # the fork server first: it imports torch while the rest goes on
 def pytest_accel_regress_engaged(config):
-    from accel_regress.core import devices, runner
+    from accel_regress.core import devices
     from accel_regress.core.isolation import Bounds, HangGuard
-    memory_bytes, pools = config._accel_isolation_settings or _settings(config)
-    config._accel_saved_runner = (runner.isolation, runner.hang_guard, runner.devices)
-    runner.hang_guard = HangGuard(config.getoption("max_hangs"))
+    memory_bytes, pools = config.stash.get(_SETTINGS, None) or _settings(config)
+    ctx = context(config)
+    ctx.hang_guard = HangGuard(config.getoption("max_hangs"))
     lock_dir = config.getoption("device_lock_dir")
-    runner.devices = devices.DeviceLocks(pools, lock_dir and Path(lock_dir),
-                                         on_wait=lambda msg: print(f"accel-regress: {msg}", file=sys.stderr)) if pools else None
-    runner.isolation = None
+    ctx.devices = devices.DeviceLocks(pools, lock_dir and Path(lock_dir),
+                                      on_wait=lambda msg: print(f"accel-regress: {msg}", file=sys.stderr)) if pools else None
+    ctx.expect_devices(selection.selected(config))     # before the fork server starts: its workers inherit it
     if (config.getoption("isolation") == "process" and not _is_xdist_controller(config)
             and not config.option.collectonly):
-        runner.isolation = _isolation_for(Bounds(memory_bytes=memory_bytes), _preload_modules(selection.selected(config)))
-        runner.isolation.start()
+        ctx.isolation = _isolation_for(Bounds(memory_bytes=memory_bytes), _preload_modules(selection.selected(config)))
+        ctx.isolation.start()
     _install_stop_handlers(config)
 
 
@@ -102,47 +154,14 @@ def _close_isolations() -> None:
         _isolations.popitem()[1].close()
 
 
-def _on_stop_signal(signum, frame):
-    # A KeyboardInterrupt takes pytest's own interrupted path: the session finishes, results.json is
-    # written, and the running case is marked INTERRUPTED (accel_regress.plugin.recording).
-    global stop_reason
-    stop_reason = stop_reason or signal.Signals(signum).name
-    if phase == "running":
-        raise KeyboardInterrupt(stop_reason)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection(session):
-    """The first point where an interruption still ends in pytest_sessionfinish (results written)."""
-    global phase
-    phase = "running"
-    if stop_reason is not None:
-        raise KeyboardInterrupt(stop_reason)
-
-
-def pytest_keyboard_interrupt(excinfo):
-    global stop_reason
-    if stop_reason is None and type(excinfo.value) is not KeyboardInterrupt:
-        # pytest's own stop ("1 error during collection"), xdist's ("stopping after 1 failures"):
-        # subclasses of KeyboardInterrupt, no signal was sent.
-        stop_reason = str(excinfo.value) or type(excinfo.value).__name__
-    stop_reason = stop_reason or "SIGINT"
-
-
-def _save_stop_state(config) -> None:
-    global stop_reason, phase
-    config._accel_saved_stop = (stop_reason, phase)
-    stop_reason, phase = None, "starting"
-    config._accel_old_sigterm = config._accel_old_sigint = config._accel_timer = None
-
-
 def _install_stop_handlers(config) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
+    state = stop(config)
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        config._accel_old_sigterm = signal.signal(signal.SIGTERM, _on_stop_signal)
+        state.old_sigterm = signal.signal(signal.SIGTERM, state.on_signal)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        config._accel_old_sigint = signal.signal(signal.SIGINT, _on_stop_signal)
+        state.old_sigint = signal.signal(signal.SIGINT, state.on_signal)
     # --session-timeout is pytest-timeout's option (it stops between tests); at the deadline this
     # also interrupts the case that is running, which results.json lists as INTERRUPTED.
     seconds = config.getoption("session_timeout", None)
@@ -150,28 +169,24 @@ def _install_stop_handlers(config) -> None:
         main_id = threading.main_thread().ident
 
         def fire():
-            global stop_reason
-            stop_reason = f"session timeout after {seconds:g} s (--session-timeout)"
+            state.reason = f"session timeout after {seconds:g} s (--session-timeout)"
             signal.pthread_kill(main_id, signal.SIGTERM)   # to the main thread: wakes a blocking wait
-        timer = config._accel_timer = threading.Timer(seconds, fire)
-        timer.daemon = True
-        timer.start()
+        state.timer = threading.Timer(seconds, fire)
+        state.timer.daemon = True
+        state.timer.start()
 
 
 def pytest_unconfigure(config):
-    global stop_reason, phase
-    if getattr(config, "_accel_timer", None) is not None:
-        config._accel_timer.cancel()
-    if getattr(config, "_accel_old_sigterm", None) is not None:
-        signal.signal(signal.SIGTERM, config._accel_old_sigterm)
-    if getattr(config, "_accel_old_sigint", None) is not None:
-        signal.signal(signal.SIGINT, config._accel_old_sigint)
-    # A session inside a session (pytester's inline runs) hands the outer one its state back; the
-    # fork server stays warm for the next session in this process (see _isolation_for).
-    saved = getattr(config, "_accel_saved_runner", None)
-    if saved is not None:
-        from accel_regress.core import runner
-        if runner.devices is not None:
-            runner.devices.release()
-        runner.isolation, runner.hang_guard, runner.devices = saved
-    stop_reason, phase = getattr(config, "_accel_saved_stop", (None, "running"))
+    state = config.stash.get(_STOP, None)
+    if state is not None:
+        if state.timer is not None:
+            state.timer.cancel()
+        if state.old_sigterm is not None:
+            signal.signal(signal.SIGTERM, state.old_sigterm)
+        if state.old_sigint is not None:
+            signal.signal(signal.SIGINT, state.old_sigint)
+    # The session's devices are let go; the fork server stays warm for the next session in this
+    # process (see _isolation_for).
+    ctx = config.stash.get(_CONTEXT, None)
+    if ctx is not None:
+        ctx.close()

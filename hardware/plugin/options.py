@@ -248,7 +248,6 @@ def pytest_configure(config):
             store.max_bytes()
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
-    config._accel_hw = None
     if config.getoption("hw") is not None:
         selection.selected(config)        # a named backend is checked now; no backend is probed
     spec = config.getoption("inject_fault")
@@ -264,7 +263,6 @@ def pytest_configure(config):
         config.option.xmlpath = str(Path(config.getoption("report_dir")) / "junit.xml")
     expr = (config.getoption("markexpr", None) or "").strip()
     selection.set_expression(config, expr)
-    config._accel_large = _large_note(expr)
 
 
 def _configure_store(config, store) -> None:
@@ -286,4 +284,5 @@ def pytest_accel_regress_engaged(config):
 
 def pytest_report_header(config):
     if engagement.explicit(config):
-        return [f"accel-regress: backends {','.join(selection.selected(config)) or '(none)'}; {config._accel_large}"]
+        note = _large_note(selection.expression(config))
+        return [f"accel-regress: backends {','.join(selection.selected(config)) or '(none)'}; {note}"]

@@ -23,36 +23,93 @@ if TYPE_CHECKING:
 _RECORD = pytest.StashKey[dict]()
 PROP = "accel_regress"      # the JUnit property that carries a case's record, as JSON
 
-_current: Optional[dict] = None     # the record of the case running in this process
-_config = None
-_started: dict[str, float] = {}     # node id -> start time, of cases not finished yet
-_finished = [0]                     # tests (suite cases or not) that reached their teardown
+
+class Recorder:
+    """The records of one session (per xdist worker, and the controller's results.json). Registered
+    as a plugin of its session: the hooks that report a test's start and end get no config."""
+
+    def __init__(self, config):
+        self.config = config
+        self.started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.current: Optional[dict] = None     # the record of the case running in this process
+        self.started: dict[str, float] = {}     # node id -> start time, of cases not finished yet
+        self.finished = 0                       # tests (suite cases or not) that reached their teardown
+        self.sink = None                        # accel_regress.results.record.Sink, where records go
+        self.data: Optional[dict] = None        # results.json's content once the session finished
+
+    def observe(self, run: runner.Run) -> None:
+        if self.current is not None and all(r is not run for r in self.current["_runs"]):
+            self.current["_runs"].append(run)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.started[nodeid] = time.time()
+
+    def pytest_runtest_logreport(self, report):
+        if report.when != "teardown":
+            return
+        self.finished += 1
+        self.started.pop(report.nodeid, None)
+        for key, value in report.user_properties:
+            if key == PROP:
+                engagement.engage(self.config)      # an xdist controller learns it from its workers' records
+                if self.sink is not None:
+                    self.sink.add(strict_json.loads(value))
+
+    @pytest.hookimpl(optionalhook=True)      # pytest-xdist's: a worker process died while it ran a case
+    def pytest_handlecrashitem(self, crashitem, report, sched):
+        start = self.started.pop(crashitem, None)
+        self.finished += 1
+        if self.sink is None:
+            return
+        rec = _bare_record(crashitem)
+        rec.update(verdict=verdicts.CRASH, stage="run",
+                   message=f"{report.longrepr}: the pytest-xdist worker process died (SIGKILL, the OOM killer, "
+                           f"os._exit ...) while it ran this case",
+                   duration_s=round(time.time() - start, 4) if start else None)
+        self.sink.add(rec)
+
+    def pytest_collectreport(self, report):
+        """A test file that cannot be collected is a record (``--continue-on-collection-errors`` goes on
+        without it): a FAIL at stage collect, never a silent gap in the matrix."""
+        if not report.failed or self.sink is None:
+            return
+        nodeid = report.nodeid or "."
+        text = str(report.longrepr or "").strip().splitlines()
+        self.sink.add({**_bare_record(nodeid), "test": Path(nodeid.split("::")[0]).name or nodeid,
+                       "family": Path(nodeid.split("::")[0]).stem or None, "verdict": verdicts.FAIL,
+                       "stage": "collect", "message": "collection error: " + "\n".join(text[-20:]),
+                       "duration_s": 0.0})
+
+
+_RECORDER = pytest.StashKey[Recorder]()
+
+
+def recorder(config) -> Recorder:
+    return config.stash[_RECORDER]
+
+
+def sink(config):
+    """Where this session's records go (an accel_regress.results.record.Sink; None: none, e.g. an
+    xdist worker, --collect-only, or a session that is not the plugin's)."""
+    rec_of = config.stash.get(_RECORDER, None)
+    return rec_of.sink if rec_of is not None else None
+
+
+def finished_data(config) -> Optional[dict]:
+    """results.json's content once this session finished writing it (None: not the plugin's session)."""
+    rec_of = config.stash.get(_RECORDER, None)
+    return rec_of.data if rec_of is not None else None
 
 
 def pytest_configure(config):
-    global _config, _started
-    config._accel_saved_recording = (_config, _started, _finished[0])
-    _config, _started, _finished[0] = config, {}, 0
-    config._accel_started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    config.stash[_RECORDER] = Recorder(config)
+    config.pluginmanager.register(config.stash[_RECORDER], "accel-regress-recording")
 
 
 def pytest_accel_regress_engaged(config):
-    from accel_regress.core import runner
-    runner.observer = _observe
+    isolation.context(config).observer = recorder(config).observe
     if not isolation.is_worker(config) and not config.option.collectonly:
         _open_sink(config)   # --collect-only writes no reports and leaves the last run's alone
-
-
-def pytest_unconfigure(config):
-    global _config, _started
-    saved = getattr(config, "_accel_saved_recording", None)
-    if saved is not None:
-        _config, _started, _finished[0] = saved
-
-
-def _observe(run: runner.Run) -> None:
-    if _current is not None and all(r is not run for r in _current["_runs"]):
-        _current["_runs"].append(run)
 
 
 def _new_record(item) -> dict:
@@ -68,11 +125,10 @@ def _new_record(item) -> dict:
 
 @pytest.hookimpl(tryfirst=True)   # before pytest's own skip marks, so a SKIP is a result too
 def pytest_runtest_setup(item):
-    global _current
     if not engagement.engaged(item.config):
         return
     # Every test is a result (the headline counts what pytest counts); backend None when it runs on none.
-    item.stash[_RECORD] = _current = _new_record(item)
+    item.stash[_RECORD] = recorder(item.config).current = _new_record(item)
 
 
 def _classify(rec: dict, report, call) -> None:
@@ -146,7 +202,7 @@ def pytest_runtest_makereport(item, call):
         rec["rerun"] = rerun_line(item, rec["backend"])
         _add_section(report, "rerun this case", rec["rerun"])
     if report.when == "teardown":
-        record = _finish_record(rec)
+        record = _finish_record(recorder(item.config), rec)
         item.config.hook.pytest_accel_regress_record(item=item, record=record)
         # A JSON string: what JUnit's <property value=...> shows, and what travels through
         # execnet under xdist (which refuses str subclasses such as torch's TorchVersion).
@@ -185,12 +241,11 @@ def _as_result(rec: dict) -> dict:
     return out
 
 
-def _finish_record(rec: dict) -> dict:
-    global _current
+def _finish_record(rec_of: Recorder, rec: dict) -> dict:
     out = _as_result(rec)
     if out["verdict"] is None:
         out["verdict"] = verdicts.PASS
-    _current = None
+    rec_of.current = None
     return out
 
 
@@ -216,65 +271,18 @@ def _open_sink(config) -> None:
     import socket
     from accel_regress.results import record as results, summary
     names = selection.selected(config)
-    meta = {"started": config._accel_started, "host": socket.gethostname(),
+    meta = {"started": recorder(config).started_at, "host": socket.gethostname(),
             "platform": platform.platform(), "python": sys.version.split()[0], "argv": _session_argv(config),
             "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("inject_fault"),
             "golden_seed": config.getoption("golden_seed"), "interrupted": False,
             "env": summary.rerun_env(os.environ)}
     folder = Path(config.getoption("report_dir"))
     try:
-        config._accel_sink = results.Sink(folder, meta, _backends_info(names))
+        recorder(config).sink = results.Sink(folder, meta, _backends_info(names))
     except report_dir.Busy as exc:
         raise pytest.UsageError(f"--report-dir: {exc}") from None
     except OSError as exc:
         raise pytest.UsageError(f"--report-dir {folder}: cannot write there: {exc.strerror or exc}") from None
-
-
-def pytest_runtest_logstart(nodeid, location):
-    _started[nodeid] = time.time()
-
-
-def pytest_runtest_logreport(report):
-    if report.when != "teardown":
-        return
-    _finished[0] += 1
-    _started.pop(report.nodeid, None)
-    for key, value in report.user_properties:
-        if key == PROP and _config is not None:
-            engagement.engage(_config)      # an xdist controller learns it from its workers' records
-            sink = getattr(_config, "_accel_sink", None)
-            if sink is not None:
-                sink.add(strict_json.loads(value))
-
-
-@pytest.hookimpl(optionalhook=True)      # pytest-xdist's: a worker process died while it ran a case
-def pytest_handlecrashitem(crashitem, report, sched):
-    start = _started.pop(crashitem, None)
-    _finished[0] += 1
-    sink = getattr(_config, "_accel_sink", None)
-    if sink is None:
-        return
-    rec = _bare_record(crashitem)
-    rec.update(verdict=verdicts.CRASH, stage="run",
-               message=f"{report.longrepr}: the pytest-xdist worker process died (SIGKILL, the OOM killer, "
-                       f"os._exit ...) while it ran this case",
-               duration_s=round(time.time() - start, 4) if start else None)
-    sink.add(rec)
-
-
-def pytest_collectreport(report):
-    """A test file that cannot be collected is a record (``--continue-on-collection-errors`` goes on
-    without it): a FAIL at stage collect, never a silent gap in the matrix."""
-    if not report.failed:
-        return
-    sink = getattr(_config, "_accel_sink", None)
-    if sink is None:
-        return
-    nodeid = report.nodeid or "."
-    text = str(report.longrepr or "").strip().splitlines()
-    sink.add({**_bare_record(nodeid), "test": Path(nodeid.split("::")[0]).name or nodeid,
-              "family": Path(nodeid.split("::")[0]).stem or None, "verdict": verdicts.FAIL, "stage": "collect",
-              "message": "collection error: " + "\n".join(text[-20:]), "duration_s": 0.0})
 
 
 def _backend_in(nodeid: str) -> Optional[str]:
@@ -291,37 +299,40 @@ def _bare_record(nodeid: str) -> dict:
             "census": [], "detail": {}, "runs": [], "versions": {}}
 
 
-def _interrupted_records(session, reason: str) -> list[dict]:
+def _interrupted_records(rec_of: Recorder, reason: str) -> list[dict]:
     """Suite cases that started but never finished: the session stopped while they ran."""
     out = []
-    for nodeid, start in list(_started.items()):
-        if _current is not None and _current["nodeid"] == nodeid:
-            rec = _as_result(_current)
+    current = rec_of.current
+    for nodeid, start in list(rec_of.started.items()):
+        if current is not None and current["nodeid"] == nodeid:
+            rec = _as_result(current)
         else:
             rec = _bare_record(nodeid)
         rec.update(verdict=verdicts.INTERRUPTED, stage="run",
                    message=f"the session stopped ({reason}) while this case ran",
                    duration_s=round(time.time() - start, 4))
         out.append(rec)
-    _started.clear()
+    rec_of.started.clear()
     return out
 
 
 @pytest.hookimpl(tryfirst=True)     # before any other plugin's session end can fail
 def pytest_sessionfinish(session, exitstatus):
-    isolation.phase = "finishing"     # a stop signal now is noted, never cuts the writing short
-    sink = getattr(session.config, "_accel_sink", None)
+    stop = isolation.stop(session.config)
+    stop.phase = "finishing"     # a stop signal now is noted, never cuts the writing short
+    rec_of = recorder(session.config)
+    sink = rec_of.sink
     if sink is None:
         return
-    if int(exitstatus) == pytest.ExitCode.INTERNAL_ERROR and isolation.stop_reason is None:
-        isolation.stop_reason = "an internal error of the suite (pytest exit status 3)"
-    stop_reason = isolation.stop_reason
+    if int(exitstatus) == pytest.ExitCode.INTERNAL_ERROR and stop.reason is None:
+        stop.reason = "an internal error of the suite (pytest exit status 3)"
+    stop_reason = stop.reason
     interrupted = bool(session.shouldstop) or int(exitstatus) == 2 or stop_reason is not None
     if interrupted:
-        for rec in _interrupted_records(session, stop_reason or "interrupted"):
+        for rec in _interrupted_records(rec_of, stop_reason or "interrupted"):
             sink.add(rec)
     # complete: every selected test ran to its end (no -x / --maxfail stop, no interruption)
-    stopped_early = bool(session.shouldfail) and not (session.testscollected and _finished[0] >= session.testscollected)
+    stopped_early = bool(session.shouldfail) and not (session.testscollected and rec_of.finished >= session.testscollected)
     if not stop_reason and session.shouldstop:
         stop_reason = str(session.shouldstop)
     if not stop_reason and stopped_early:
@@ -329,7 +340,7 @@ def pytest_sessionfinish(session, exitstatus):
     data = sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus),
                        interrupted=interrupted, complete=not (interrupted or stopped_early),
                        **({"stop_reason": stop_reason} if stop_reason else {}))
-    session.config._accel_data = data
+    rec_of.data = data
     problem = sink.problem
     try:
         session.config.hook.pytest_accel_regress_session_finished(config=session.config, data=data,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pytest
@@ -36,36 +36,39 @@ class Flaky(VerdictError):
 # only once a session is the plugin's (plugin/engagement.py).
 
 
-_repeat = 1
-_index: Optional[int] = None      # the repetition the test body is in (None: outside any body)
+@dataclass
+class Repetitions:
+    """This session's --repeat: how many runs of each case, and the repetition the test body is in."""
+    n: int = 1
+    index: Optional[int] = None      # None: outside any test body
+
+
+_REPETITIONS = pytest.StashKey[Repetitions]()
+
+
+def repetitions(config) -> Optional[Repetitions]:
+    """This session's --repeat (None: the plugin is not registered, or --repeat 1)."""
+    state = config.stash.get(_REPETITIONS, None)
+    return state if state is not None and state.n > 1 else None
 
 
 def pytest_configure(config):
-    global _repeat
     n = config.getoption("repeat")
     if n < 1:
         raise pytest.UsageError(f"--repeat: must be 1 or more, not {n}")
-    config._accel_repeat_saved = (_repeat, runner.run_case)   # a session inside a session restores it
-    _repeat = n
-    if n > 1:
-        runner.run_case = _run_case
-
-
-def pytest_unconfigure(config):
-    global _repeat
-    saved = getattr(config, "_accel_repeat_saved", None)
-    if saved is not None:
-        _repeat, runner.run_case = saved
+    config.stash[_REPETITIONS] = Repetitions(n)
 
 
 class Repeated:
     """N runs of one case; reads as the run of the repetition the test body is in."""
 
-    def __init__(self, runs: list):
+    def __init__(self, runs: list, state: Repetitions):
         self.runs = runs
+        self.state = state
 
     def current(self):
-        return self.runs[_index if _index is not None and _index < len(self.runs) else 0]
+        index = self.state.index
+        return self.runs[index if index is not None and index < len(self.runs) else 0]
 
     def __getattr__(self, name):
         return getattr(self.current(), name)
@@ -74,19 +77,20 @@ class Repeated:
         return self.current()[name]
 
 
-def _run_case(backend_name, case, inputs, **kw):
-    plain = _PLAIN_RUN_CASE
-    if _index is not None:           # the body's own call, once per repetition
-        return plain(backend_name, case, inputs, **kw)
+def run_case(state: Repetitions, context: runner.Context, run: Callable[[], runner.Run]):
+    """``run()`` (one backend run) as --repeat makes it: once in a test body (the body itself runs N
+    times), else N times alternating the warm and a fresh worker, as one ``Repeated``."""
+    if state.index is not None:      # the body's own call, once per repetition
+        return run()
     runs = []
-    for i in range(_repeat):
+    for i in range(state.n):
         if i % 2 == 1:
-            _fresh_worker()
-        run = plain(backend_name, case, inputs, **kw)
-        if run.skip:                 # cannot run here: one SKIP, not N
-            return run
-        runs.append(run)
-    return Repeated(runs)
+            _fresh_worker(context)
+        one = run()
+        if one.skip:                 # cannot run here: one SKIP, not N
+            return one
+        runs.append(one)
+    return Repeated(runs, state)
 
 
 @dataclass
@@ -114,28 +118,25 @@ def _verdict_of(exc: Optional[BaseException]) -> str:
     return verdicts.FAIL
 
 
-_PLAIN_RUN_CASE = runner.run_case
-
-
-def _fresh_worker() -> str:
-    iso = runner.isolation
+def _fresh_worker(context: runner.Context) -> str:
+    iso = context.isolation
     if iso is None:
         return "in-process"
     iso.retire_worker()
     return "fresh"
 
 
-def _run_once(original, n: int, fresh: bool) -> Outcome:
-    worker = _fresh_worker() if fresh else ("same" if runner.isolation is not None else "in-process")
+def _run_once(context: runner.Context, original, n: int, fresh: bool) -> Outcome:
+    worker = _fresh_worker(context) if fresh else ("same" if context.isolation is not None else "in-process")
     seen: list = []
-    outer = runner.observer
+    outer = context.observer
 
     def observe(run):
         if all(r is not run for r in seen):
             seen.append(run)
         if outer is not None:
             outer(run)
-    runner.observer = observe
+    context.observer = observe
     start = time.perf_counter()
     exc = None
     try:
@@ -145,7 +146,7 @@ def _run_once(original, n: int, fresh: bool) -> Outcome:
     except BaseException as e:           # noqa: BLE001 - every outcome of the body is a verdict here
         exc = e
     finally:
-        runner.observer = outer
+        context.observer = outer
     return Outcome(n, worker, _verdict_of(exc), exc, seen, time.perf_counter() - start)
 
 
@@ -229,23 +230,24 @@ def decide(outcomes: list[Outcome]) -> Optional[BaseException]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    n = item.config.getoption("repeat")
-    if n <= 1 or "hw" not in getattr(item, "fixturenames", ()):
+    state = repetitions(item.config)
+    if state is None or "hw" not in getattr(item, "fixturenames", ()):
         return (yield)
+    from accel_regress.plugin import isolation
+    context = isolation.context(item.config)
     original = item.runtest
 
     def repeated():
-        global _index
         outcomes = []
         try:
-            for i in range(n):
-                _index = i
-                outcome = _run_once(original, i + 1, fresh=i % 2 == 1)
+            for i in range(state.n):
+                state.index = i
+                outcome = _run_once(context, original, i + 1, fresh=i % 2 == 1)
                 if i == 0 and outcome.verdict == verdicts.SKIP:
                     raise outcome.exc          # a case that cannot run here is a SKIP, not N of them
                 outcomes.append(outcome)
         finally:
-            _index = None
+            state.index = None
         exc = decide(outcomes)
         if exc is not None:
             raise exc

@@ -12,6 +12,7 @@ ask in repetition i is remembered per repetition: every repetition still runs th
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional
 
 import pytest
@@ -23,11 +24,28 @@ if TYPE_CHECKING:        # the runner and the goldens load when a case first run
 
     from accel_regress.golden.case import Case
 
-active: Optional[RunMemo] = None
-_module: Optional[str] = None       # the test module whose test is running (the memo's tag)
+@dataclass
+class SessionMemo:
+    """This session's memo (None until the session engages) and the test module now running (its tag)."""
+    memo: Optional[RunMemo] = None
+    module: Optional[str] = None
 
 
-def default_budget() -> float:
+_MEMO = pytest.StashKey[SessionMemo]()
+
+
+def _state(config) -> SessionMemo:
+    if _MEMO not in config.stash:
+        config.stash[_MEMO] = SessionMemo()
+    return config.stash[_MEMO]
+
+
+def memo(config) -> Optional[RunMemo]:
+    """The session's run memo (None: not engaged, or this plugin turned off)."""
+    return config.stash[_MEMO].memo if _MEMO in config.stash else None
+
+
+def default_budget(context=None) -> float:
     env = os.environ.get("ACCEL_RUN_MEMO_BYTES")
     if env:
         from accel_regress.core.isolation.bounds import parse_size
@@ -37,64 +55,58 @@ def default_budget() -> float:
             raise pytest.UsageError(f"$ACCEL_RUN_MEMO_BYTES={env!r}: {exc}") from None
         return float("inf") if size is None else size
     from accel_regress.core import runner
-    bound = runner.memory_budget() or 8 << 30
+    bound = runner.memory_budget(context) or 8 << 30
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
     return bound // 4 // max(1, workers)
 
 
 def pytest_configure(config):
-    global active
-    config._accel_saved_memo = active
-    active = None
+    config.stash[_MEMO] = SessionMemo()
 
 
 @pytest.hookimpl(trylast=True)     # after the isolation plugin has set the worker's memory bound
 def pytest_accel_regress_engaged(config):
-    global active
-    active = RunMemo(default_budget())      # the runner (and numpy) load only in the plugin's sessions
-
-
-def pytest_unconfigure(config):
-    global active
-    if hasattr(config, "_accel_saved_memo"):
-        active = config._accel_saved_memo
+    from accel_regress.plugin import isolation
+    # the runner (and numpy) load only in the plugin's sessions
+    _state(config).memo = RunMemo(default_budget(isolation.context(config)))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    global _module
-    _module = item.module.__name__ if getattr(item, "module", None) is not None else None
+    _state(item.config).module = item.module.__name__ if getattr(item, "module", None) is not None else None
 
 
 def pytest_runtest_teardown(item, nextitem):
     # Module-scoped fixtures are torn down when the module changes; the memo lets go with them.
     module = item.module.__name__ if getattr(item, "module", None) is not None else None
+    active = memo(item.config)
     if active is not None and module and (nextitem is None or getattr(nextitem, "module", None) is None
                                           or nextitem.module.__name__ != module):
         active.release(module)
 
 
-def _device(backend: str) -> Optional[str]:
-    from accel_regress.core import registry, runner
-    locks, resource = runner.devices, registry.get(backend).device_resource
-    held = locks.held.get(resource) if locks is not None and resource else None
-    return held[0] if held else None
-
-
-def _repetition() -> Optional[int]:
-    from accel_regress.plugin import repeat
-    return repeat._index if repeat._repeat > 1 else None
-
-
-def run_case(backend: str, case: Case, inputs: Mapping[str, np.ndarray], *,
+def run_case(config, backend: str, case: Case, inputs: Mapping[str, np.ndarray], *,
              fault: Optional[str] = None, timeout_s: Optional[float] = None):
-    """``runner.run_case``, once per distinct case: later asks get the first run's result."""
+    """``runner.run_case`` with the session's context (and --repeat), once per distinct case:
+    later asks get the first run's result."""
     from accel_regress.core import runner
     from accel_regress.golden.inputs import sha256_of
+    from accel_regress.plugin import isolation
+    from accel_regress.plugin import repeat as repeating   # numpy is loaded by now: a case is running
+    context = isolation.context(config)
+    repeat = repeating.repetitions(config)
+
+    def one():
+        return runner.run_case(backend, case, inputs, fault=fault, timeout_s=timeout_s, context=context)
+
     def run():
-        return runner.run_case(backend, case, inputs, fault=fault, timeout_s=timeout_s)
-    if active is None:
+        if repeat is None:
+            return one()
+        return repeating.run_case(repeat, context, one)
+    state = _state(config)
+    if state.memo is None:
         return run()
-    rest = (case.key, sha256_of(inputs), fault, timeout_s, _repetition())
-    return active.get_or_run((backend, _device(backend)) + rest, run, _module,
-                             key_after=lambda: (backend, _device(backend)) + rest)
+    rest = (case.key, sha256_of(inputs), fault, timeout_s, repeat.index if repeat is not None else None)
+    return state.memo.get_or_run((backend, context.device(backend)) + rest, run, state.module,
+                                 key_after=lambda: (backend, context.device(backend)) + rest)
+

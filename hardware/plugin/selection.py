@@ -10,10 +10,16 @@ import pytest
 
 _OPT_IN = {"large": re.compile(r"\blarge\b"), "input_classes": re.compile(r"\binput_classes\b")}
 _USER_EXPR = pytest.StashKey[str]()
+_SELECTED = pytest.StashKey[list]()
 
 
 def set_expression(config, expr: str) -> None:
     config.stash[_USER_EXPR] = expr
+
+
+def expression(config) -> str:
+    """The user's own ``-m`` expression, as given."""
+    return config.stash.get(_USER_EXPR, "")
 
 
 def names(expr: str, marker: str) -> bool:
@@ -35,12 +41,18 @@ def opt_in_unwanted(config, names) -> bool:
 def selected(config) -> list[str]:
     """The backends of this session (``--hw``, else $ACCEL_HW, else every available one: each
     probed once, and only when the session has items of the plugin's)."""
-    if getattr(config, "_accel_hw", None) is None:
+    if _SELECTED not in config.stash:
         from accel_regress.core import registry
         try:
-            config._accel_hw = registry.parse(config.getoption("hw"))
+            config.stash[_SELECTED] = registry.parse(config.getoption("hw"))
         except registry.RegistrationError as exc:
             raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
         except ValueError as exc:
             raise pytest.UsageError(f"--hw: {exc}") from None
-    return config._accel_hw
+    return config.stash[_SELECTED]
+
+
+def already_selected(config):
+    """The backends of this session if they are settled already (None: not asked for yet, and so
+    no backend probed)."""
+    return config.stash.get(_SELECTED, None)

@@ -13,19 +13,22 @@ import pytest
 @pytest.hookimpl(wrapper=True, tryfirst=True)   # outermost: after pytest's short summary, so last
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     yield
-    data = getattr(config, "_accel_data", None)
+    from accel_regress.plugin import recording
+    data = recording.finished_data(config)
     verbosity = config.get_verbosity()
     if data is None or verbosity <= -2:
         return
     from accel_regress.results import summary
+    from accel_regress.results.report import plugin as reports     # registered: the session engaged
+    verdict = reports.verdict(config)
     tr = terminalreporter
     results_json = Path(config.getoption("report_dir")) / "results.json"
     if verbosity == -1:
-        tr.write_line(one_line(data, getattr(config, "_accel_gate", None), results_json))
+        tr.write_line(one_line(data, verdict, results_json))
         return
     tr.section("accel-regress summary")
     # The gate's verdict first (hardware/results/report/plugin.py computed it), then the tables.
-    for line in summary.section(data, getattr(config, "_accel_gate", None)):
+    for line in summary.section(data, verdict):
         tr.write_line(line)
     if not data["session"].get("complete", True):
         tr.write_line(f"results.json is incomplete: {data['session'].get('stop_reason', 'the session stopped early')}")

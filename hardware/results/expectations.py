@@ -259,12 +259,33 @@ _DONE = pytest.StashKey[bool]()
 # (plugin/options.py): this plugin is registered only once a session is the plugin's (plugin/engagement.py).
 
 
+@dataclass
+class SessionExpectations:
+    """This session's known bugs and what its cases made of them (an xdist controller: all its workers')."""
+    exp: Optional[Expectations] = None      # the loaded files; None: none (or --ignore-expectations)
+    matched: set = field(default_factory=set)     # (backend, test) of entries some collected case matched
+    collected: set = field(default_factory=set)   # "module::function" of every collected or deselected test
+    held: set = field(default_factory=set)        # (backend, test) of conditional entries that held for a case
+    seen: dict = field(default_factory=dict)      # (backend, test) -> versions seen where they did not hold
+    summary: Optional[dict] = None                # expectations.json's content, once written
+
+
+_STATE = pytest.StashKey[SessionExpectations]()
+
+
+def _state(config) -> SessionExpectations:
+    if _STATE not in config.stash:
+        config.stash[_STATE] = SessionExpectations()
+    return config.stash[_STATE]
+
+
+def summary(config) -> Optional[dict]:
+    """expectations.json's content, once this session wrote it (the report writers read it)."""
+    return config.stash[_STATE].summary if _STATE in config.stash else None
+
+
 def pytest_configure(config):
-    config._accel_exp = None
-    config._accel_exp_matched = set()
-    config._accel_exp_collected = set()     # "module::function" of every collected or deselected test
-    config._accel_exp_held = set()          # (backend, test) of conditional entries that held for a case
-    config._accel_exp_seen = {}             # (backend, test) -> versions seen where they did not hold
+    state = config.stash[_STATE] = SessionExpectations()
     if config.getoption("ignore_expectations"):
         return
     given = config.getoption("expectations")
@@ -273,7 +294,7 @@ def pytest_configure(config):
         return
     try:
         shown = Path(os.path.relpath(directory, config.invocation_params.dir))
-        config._accel_exp = load_dir(directory if shown.parts[:1] == ("..",) else shown)
+        state.exp = load_dir(directory if shown.parts[:1] == ("..",) else shown)
     except ExpectationsError as exc:
         raise pytest.UsageError(f"expectations: {exc}") from None
 
@@ -314,8 +335,9 @@ def _apply(item, entry: Entry, backend: str, now: bool = False) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
-    exp = config._accel_exp
-    config._accel_exp_collected.update(_function_of(i.nodeid) for i in items)
+    state = _state(config)
+    exp = state.exp
+    state.collected.update(_function_of(i.nodeid) for i in items)
     if exp is None:
         return
     from accel_regress.core import registry
@@ -324,7 +346,7 @@ def pytest_collection_modifyitems(session, config, items):
         found = exp.candidates(backend, test_key(item.nodeid, backend))
         if not found:
             continue
-        config._accel_exp_matched.update((e.backend, e.test) for e in found)
+        state.matched.update((e.backend, e.test) for e in found)
         if backend not in registry.KNOWN or registry.availability(backend) is not None:
             continue        # the core SKIPs it with the backend's own reason; nothing to expect
         if not found[0].conditions:
@@ -333,12 +355,12 @@ def pytest_collection_modifyitems(session, config, items):
             item.stash[_CANDIDATES] = found
 
 
-def _backend_versions(backend: str) -> tuple[dict, Optional[str]]:
+def _backend_versions(config, backend: str) -> tuple[dict, Optional[str]]:
     """The versions every result of ``backend`` records (its device held first, as a run does)."""
-    from accel_regress.core import registry, runner
+    from accel_regress.core import runner
+    from accel_regress.plugin import isolation
     from accel_regress.results.version_range import generation
-    if runner.devices is not None:
-        runner.devices.acquire(registry.get(backend).device_resource, backend)
+    isolation.context(config).device_env(backend)
     versions = runner.versions_of(backend)
     return versions, generation(versions)
 
@@ -348,16 +370,17 @@ def pytest_runtest_setup(item):
     if not found:
         return
     config, backend = item.config, _backend_of(item)
-    versions, device = _backend_versions(backend)
+    versions, device = _backend_versions(config, backend)
+    state = _state(config)
     for e in found:
         ok, why = e.holds(versions, device)
         if ok:
-            config._accel_exp_held.add((e.backend, e.test))
+            state.held.add((e.backend, e.test))
             if e.conditions:
                 item.stash[_HELD_WHY] = why
             _apply(item, e, backend, now=True)
             return
-        config._accel_exp_seen.setdefault((e.backend, e.test), set()).add(e.conditions.seen(versions, device))
+        state.seen.setdefault((e.backend, e.test), set()).add(e.conditions.seen(versions, device))
         item.stash.setdefault(_NOT_HELD, []).append({**e.to_json(), "why": why})
 
 
@@ -371,20 +394,22 @@ def pytest_sessionfinish(session):
 
 def _to_controller(config) -> None:
     if hasattr(config, "workeroutput"):     # an xdist worker: tell the controller what it saw
-        config.workeroutput["accel_exp_matched"] = sorted(config._accel_exp_matched)
-        config.workeroutput["accel_exp_collected"] = sorted(config._accel_exp_collected)
-        config.workeroutput["accel_exp_held"] = sorted(config._accel_exp_held)
-        config.workeroutput["accel_exp_seen"] = [[list(k), sorted(v)] for k, v in config._accel_exp_seen.items()]
+        state = _state(config)
+        config.workeroutput["accel_exp_matched"] = sorted(state.matched)
+        config.workeroutput["accel_exp_collected"] = sorted(state.collected)
+        config.workeroutput["accel_exp_held"] = sorted(state.held)
+        config.workeroutput["accel_exp_seen"] = [[list(k), sorted(v)] for k, v in state.seen.items()]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     out = getattr(node, "workeroutput", None) or {}
-    node.config._accel_exp_matched.update(tuple(m) for m in out.get("accel_exp_matched", []))
-    node.config._accel_exp_collected.update(out.get("accel_exp_collected", []))
-    node.config._accel_exp_held.update(tuple(m) for m in out.get("accel_exp_held", []))
+    state = _state(node.config)
+    state.matched.update(tuple(m) for m in out.get("accel_exp_matched", []))
+    state.collected.update(out.get("accel_exp_collected", []))
+    state.held.update(tuple(m) for m in out.get("accel_exp_held", []))
     for key, seen in out.get("accel_exp_seen", []):
-        node.config._accel_exp_seen.setdefault(tuple(key), set()).update(seen)
+        state.seen.setdefault(tuple(key), set()).update(seen)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -464,20 +489,22 @@ def stale(config) -> list[Entry]:
     none of its parametrizations matching, or when its file was collected whole and has no
     such function. Entries of backends not selected, and of files not in this run, are not.
     """
-    exp = config._accel_exp
+    from accel_regress.plugin import selection
+    state = _state(config)
+    exp = state.exp
     if exp is None:
         return []
-    selected = set(getattr(config, "_accel_hw", None) or [])
-    collected = config._accel_exp_collected
+    selected = set(selection.already_selected(config) or [])
+    collected = state.collected
     modules = {f.split("::", 1)[0] for f in collected}
     root = Path(config.rootpath)
     out = []
     for e in exp.entries:
         if e.backend not in selected:
             continue
-        if (e.backend, e.test) in config._accel_exp_matched:
-            if (e.conditions and (e.backend, e.test) not in config._accel_exp_held
-                    and config._accel_exp_seen.get((e.backend, e.test))):
+        if (e.backend, e.test) in state.matched:
+            if (e.conditions and (e.backend, e.test) not in state.held
+                    and state.seen.get((e.backend, e.test))):
                 out.append(e)       # its cases ran, under versions outside its range
             continue
         module = e.module
@@ -497,14 +524,15 @@ def stale(config) -> list[Entry]:
 
 
 def _stale_json(config, e: Entry) -> dict:
-    seen = sorted(config._accel_exp_seen.get((e.backend, e.test), ()))
-    if (e.backend, e.test) in config._accel_exp_matched and seen:
+    state = _state(config)
+    seen = sorted(state.seen.get((e.backend, e.test), ()))
+    if (e.backend, e.test) in state.matched and seen:
         return dict(e.to_json(), why=f"holds for {e.conditions.describe()}; versions seen: {'; '.join(seen)}")
     return dict(e.to_json(), why="matches no collected test")
 
 
 def _summary(config, data: dict) -> dict:
-    exp = config._accel_exp
+    exp = _state(config).exp
     with_entry = [c for c in data.get("cases", []) if (c.get("detail") or {}).get("expectation")]
     return {
         "directory": str(exp.directory) if exp else None,
@@ -520,12 +548,12 @@ def _summary(config, data: dict) -> dict:
 
 def session_finished(config, data: dict, report_dir) -> None:
     """Write expectations.json next to results.json; the report writers read it."""
-    if getattr(config, "_accel_exp_summary", None) is not None:
+    state = _state(config)
+    if state.summary is not None:
         return
     from accel_regress.results import record as results
-    summary = _summary(config, data)
-    config._accel_exp_summary = summary
-    results.write_atomic(Path(report_dir) / "expectations.json", strict_json.dumps(summary, indent=1) + "\n")
+    state.summary = _summary(config, data)
+    results.write_atomic(Path(report_dir) / "expectations.json", strict_json.dumps(state.summary, indent=1) + "\n")
 
 
 @pytest.hookimpl(tryfirst=True)       # before the report writers, which read expectations.json
@@ -534,7 +562,7 @@ def pytest_accel_regress_session_finished(config, data, report_dir):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    summary = getattr(config, "_accel_exp_summary", None)
+    summary = _state(config).summary
     if config.get_verbosity() < 0 or not summary or not (summary["xfail"] or summary["xpass"] or summary["not_attempted"] or summary["stale"]):
         return
     tr = terminalreporter

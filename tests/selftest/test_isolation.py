@@ -293,20 +293,20 @@ def test_inputs_are_written_once_per_content(monkeypatch):
         return write(folder, prefix, arrays)
     monkeypatch.setattr(transfer, "write_arrays", counting)
     iso = Isolation(Bounds(), preload=["accel_regress.backends.emu"])
-    monkeypatch.setattr(runner, "isolation", iso)
+    context = runner.Context(isolation=iso)
     try:
         case = Case("f32_reduction", "row_sum-R8-C64", {"kind": "row_sum", "shape": [8, 64], "variant": "v",
                                                         "vlen": 256}, 0)
         xs = [np.arange(8 * 64, dtype=np.float32).reshape(8, 64) * s for s in (1.0, 2.0, 3.0)]
         for x in (xs[0], xs[0].copy(), xs[1]):
-            run = runner.run_case("emu", case, {"x": x})
+            run = runner.run_case("emu", case, {"x": x}, context=context)
             np.testing.assert_allclose(run["sum"], x.sum(axis=1, dtype=np.float64), rtol=1e-6)
         assert written == ["in", "in"]               # the second run of xs[0] wrote nothing
         monkeypatch.setattr(pool, "INPUT_CACHE_BYTES", 1)
-        run = runner.run_case("emu", case, {"x": xs[2]})
+        run = runner.run_case("emu", case, {"x": xs[2]}, context=context)
         np.testing.assert_allclose(run["sum"], xs[2].sum(axis=1, dtype=np.float64), rtol=1e-6)
         assert len(list(iso.dir.glob("inputs-*"))) == 1       # the others were dropped, least recent first
-        run = runner.run_case("emu", case, {"x": xs[0]})       # dropped: written again, still right
+        run = runner.run_case("emu", case, {"x": xs[0]}, context=context)       # dropped: written again, still right
         np.testing.assert_allclose(run["sum"], xs[0].sum(axis=1, dtype=np.float64), rtol=1e-6)
         assert written == ["in", "in", "in", "in"]
     finally:

@@ -140,3 +140,53 @@ def test_the_import_graph_has_no_cycle():
         if node not in state:
             visit(node, [node])
     assert cycles == []
+
+
+# The package, the suite's own test files and the repository's conftest: session state lives on
+# the session (config.stash, or a plugin object the session registers), never in a module global
+# or a private attribute stuck on pytest's config.
+STATE_CHECKED = ["hardware", "golden", "families", "tests/*.py", "conftest.py"]
+
+
+def _state_problems(source: str, name: str) -> list[str]:
+    """`global` statements, and `_accel_*` attributes set or read (``x._accel_y``, or by name
+    through getattr / setattr / hasattr / delattr)."""
+    out = []
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, ast.Global):
+            out.append(f"{name}:{node.lineno}: global {', '.join(node.names)}")
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_accel_"):
+            out.append(f"{name}:{node.lineno}: attribute {node.attr}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and str(node.args[1].value).startswith("_accel_")):
+            out.append(f"{name}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
+    return out
+
+
+def _state_checked_files() -> list[Path]:
+    files = []
+    for where in STATE_CHECKED:
+        found = sorted(REPO.glob(where)) if "*" in where else [REPO / where]
+        for p in found:
+            files += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+    return files
+
+
+def test_no_global_statement_and_no_accel_attribute():
+    files = _state_checked_files()
+    assert len(files) > 100 and REPO / "hardware/plugin/recording.py" in files
+    problems = [p for f in files for p in _state_problems(f.read_text(), str(f.relative_to(REPO)))]
+    assert not problems, "session state outside the session:\n" + "\n".join(problems)
+
+
+def test_the_state_check_catches_what_it_is_for():
+    cases = {"global _n": "global _n", "config._accel_hw = None": "attribute _accel_hw",
+             "x = config._accel_sink": "attribute _accel_sink",
+             "y = getattr(config, '_accel_data', None)": "getattr(..., '_accel_data')",
+             "setattr(config, '_accel_gate', 1)": "setattr(..., '_accel_gate')"}
+    for source, words in cases.items():
+        found = _state_problems(f"def f(config):\n    {source}\n", "probe.py")
+        assert len(found) == 1 and words in found[0], (source, found)
+    clean = "_N = 3\ndef pytest_accel_regress_engaged(config):\n    config.stash[KEY] = _N\n"
+    assert _state_problems(clean, "clean.py") == []

@@ -23,6 +23,7 @@ _spec = importlib.util.spec_from_file_location(
 standin = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(standin)
 
+HERE = runner.Context()          # in this process, where the stand-ins are (the session's worker may predate them)
 P4 = gemm.CI_CONFIGS[7]          # M64-K512-N256-m16-k64-n64-c4-bT-cF-P4: a 4-entry runlist
 P1 = gemm.CI_CONFIGS[2]          # M192-K384-N64-m48-k96-n16-c4-bT-cT-P1: one kernel call, C col-major
 
@@ -278,7 +279,7 @@ def test_xrt_info_device_values_are_xrts():
 def test_command_state_verdict(raw, monkeypatch, cfg, state):
     monkeypatch.setenv("PYXRT_STANDIN_STATE", state)
     case, inputs = _case(cfg)
-    run = runner.run_case("npu", case, inputs)
+    run = runner.run_case("npu", case, inputs, context=HERE)
     expected = "HANG" if state in HANG_STATES else "CRASH"
     assert run.verdict == expected, run.error
     assert state in run.error.message
@@ -305,7 +306,7 @@ def test_hang_ended_by_the_driver_says_so(raw, monkeypatch, tmp_path, cfg):
     _driver_timeout(tmp_path, 1)
     monkeypatch.setenv("PYXRT_STANDIN_STATE", "ERT_CMD_STATE_TIMEOUT")
     monkeypatch.setenv("PYXRT_STANDIN_ELAPSED_S", "0.7")
-    run = runner.run_case("npu", *_case(cfg))
+    run = runner.run_case("npu", *_case(cfg), context=HERE)
     assert run.verdict == "HANG"
     assert "amdxdna driver's own timeout (timeout_in_sec=1" in run.error.message
     assert run.error.detail["ended_by"] == "amdxdna timeout_in_sec=1"
@@ -314,7 +315,7 @@ def test_hang_ended_by_the_driver_says_so(raw, monkeypatch, tmp_path, cfg):
 def test_hang_at_our_bound_does_not_blame_the_driver(raw, monkeypatch, tmp_path):
     _driver_timeout(tmp_path, 0)                       # watchdog off
     monkeypatch.setenv("PYXRT_STANDIN_STATE", "ERT_CMD_STATE_TIMEOUT")
-    run = runner.run_case("npu", *_case(P1))
+    run = runner.run_case("npu", *_case(P1), context=HERE)
     assert run.verdict == "HANG" and "driver" not in run.error.message
     assert states.ended_by_driver(3000, 10000, 2) and not states.ended_by_driver(3000, 10000, 0)
     assert not states.ended_by_driver(9900, 10000, 2) and not states.ended_by_driver(100, 10000, 2)
@@ -341,11 +342,11 @@ def test_no_driver_parameter_no_warning(raw, recwarn):
 def test_hang_resets_and_reopens_the_device(raw, monkeypatch):
     monkeypatch.setenv("PYXRT_STANDIN_STATE", "ERT_CMD_STATE_TIMEOUT")
     case, inputs = _case(P1)
-    run = runner.run_case("npu", case, inputs)
+    run = runner.run_case("npu", case, inputs, context=HERE)
     assert run.verdict == "HANG" and run.error.detail["needs_reset"]
     assert len(standin.calls(raw, "device")) == 2                 # opened, then reopened by reset()
     monkeypatch.setenv("PYXRT_STANDIN_STATE", "ERT_CMD_STATE_COMPLETED")
-    run = runner.run_case("npu", case, inputs)
+    run = runner.run_case("npu", case, inputs, context=HERE)
     assert run.verdict is None
     _check_numbers(run.outputs, P1, inputs)
     assert len(standin.calls(raw, "hw_context")) == 2             # a fresh context on the new handle
@@ -357,7 +358,7 @@ def test_broken_manifest_is_a_crash_naming_file_and_field(raw):
     path = manifest.location()
     path.write_text(path.read_text().replace('"dtype": "bfloat16"', '"dtype": "bf17"', 1))
     case, inputs = _case(P1)
-    run = runner.run_case("npu", case, inputs)
+    run = runner.run_case("npu", case, inputs, context=HERE)
     assert run.verdict == "CRASH" and run.error.stage == "build"
     assert str(path) in run.error.message and "entries[0].buffers.A.dtype" in run.error.message
 
@@ -372,7 +373,7 @@ def test_device_kinds_in_manifest(raw, monkeypatch):
     path = manifest.location()
     path.write_text(path.read_text().replace('"op":', '"device_kinds": ["npu1"], "op":'))
     case, inputs = _case(P1)
-    run = runner.run_case("npu", case, inputs)
+    run = runner.run_case("npu", case, inputs, context=HERE)
     assert run.verdict == "SKIP" and "built for npu1; this NPU is npu4" in run.skip
 
 
@@ -420,7 +421,7 @@ def test_iron_bugs_are_caught(iron, monkeypatch, bug, caught):
 @pytest.mark.parametrize("state", HANG_STATES + ["ERT_CMD_STATE_ERROR"])
 def test_iron_mode_state_verdicts(iron, monkeypatch, state):
     monkeypatch.setenv("IRON_STANDIN_STATE", state)
-    run = runner.run_case("npu", *_case(P1))
+    run = runner.run_case("npu", *_case(P1), context=HERE)
     assert run.verdict == ("HANG" if state in HANG_STATES else "CRASH") and state in run.error.message
 
 
@@ -451,7 +452,7 @@ def test_iron_reset_gives_the_next_case_a_fresh_device(iron, monkeypatch):
 
 def test_iron_compile_error(iron, monkeypatch):
     monkeypatch.setenv("IRON_STANDIN_COMPILE_ERROR", "aiecc: error: 'aie.objectfifo' op exceeds memory")
-    run = runner.run_case("npu", *_case(P1))
+    run = runner.run_case("npu", *_case(P1), context=HERE)
     assert isinstance(run.error, CompileError) and "exceeds memory" in run.error.detail["diagnostic"]
 
 

@@ -36,12 +36,12 @@ def test_wait_that_never_returns_is_a_hang_then_reset(raw, monkeypatch, tmp_path
     flag.touch()
     monkeypatch.setenv("PYXRT_STANDIN_HANG_IF", str(flag))
     iso = isolation.Isolation(root=tmp_path)
-    monkeypatch.setattr(runner, "isolation", iso)
+    context = runner.Context(isolation=iso)
     try:
         case = gemm.make_case(P1)
         inputs = gemm.make_inputs(case)
         start = time.monotonic()
-        run = runner.run_case("npu", case, inputs, timeout_s=3.0)     # as --case-timeout 3
+        run = runner.run_case("npu", case, inputs, timeout_s=3.0, context=context)     # as --case-timeout 3
         took = time.monotonic() - start
         assert run.verdict == "HANG", (run.error, run.skip)
         assert took < 60, took
@@ -53,7 +53,7 @@ def test_wait_that_never_returns_is_a_hang_then_reset(raw, monkeypatch, tmp_path
         opens = standin.calls(raw, "device")
         assert len({o["pid"] for o in opens if o["pid"] != starts[0]["pid"]}) >= 1
         flag.unlink()
-        run = runner.run_case("npu", case, inputs, timeout_s=30.0)
+        run = runner.run_case("npu", case, inputs, timeout_s=30.0, context=context)
         assert run.verdict is None, (run.error, run.skip)
         assert run.outputs["forward"].shape == (1, P1.M, P1.N)
     finally:

@@ -7,12 +7,11 @@ from accel_regress.families.matmul import golden as golden_matmul
 from accel_regress.families.f32_reduction import golden as R
 from accel_regress.core import runner
 
+HERE = runner.Context()      # in this process: no isolated worker, no hang guard, no devices
+
 
 @pytest.fixture
 def in_process(monkeypatch, tmp_path):
-    monkeypatch.setattr(runner, "isolation", None)
-    monkeypatch.setattr(runner, "hang_guard", None)
-    monkeypatch.setattr(runner, "devices", None)
     faults = tmp_path / "contract_faults.py"
     faults.write_text(
         "import numpy as np\n"
@@ -29,9 +28,9 @@ def in_process(monkeypatch, tmp_path):
 def test_matmul_right_values_wrong_dtype_or_shape_fail(in_process, fault, words):
     case = golden_matmul.make_case(golden_matmul.MatmulConfig(16, 32, 24))
     inputs = golden_matmul.make_inputs(case)
-    clean = runner.run_case("emu", case, inputs)
+    clean = runner.run_case("emu", case, inputs, context=HERE)
     assert clean.verdict is None, clean.error
-    run = runner.run_case("emu", case, inputs, fault=f"{in_process}:{fault}")
+    run = runner.run_case("emu", case, inputs, fault=f"{in_process}:{fault}", context=HERE)
     assert run.verdict == "FAIL" and run.error.stage == "compare", run.error
     assert f"out: {words}" in run.error.message, run.error.message
     with pytest.raises(Exception, match="output contract"):
@@ -44,8 +43,8 @@ def test_matmul_right_values_wrong_dtype_or_shape_fail(in_process, fault, words)
 def test_reductions_contract(in_process, kind, fault, words):
     case = R.make_case(kind, R.SEED_SHAPES[kind], "v", 256)
     inputs = R.make_inputs(case)
-    assert runner.run_case("emu", case, inputs).verdict is None
-    run = runner.run_case("emu", case, inputs, fault=f"{in_process}:{fault}")
+    assert runner.run_case("emu", case, inputs, context=HERE).verdict is None
+    run = runner.run_case("emu", case, inputs, fault=f"{in_process}:{fault}", context=HERE)
     if words is None:        # cvt's outputs are 1-D already: reshape(-1) keeps the contract
         assert run.verdict is None
     else:

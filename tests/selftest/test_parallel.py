@@ -67,13 +67,14 @@ def test_share():
 # workers), waits for those servers to be gone.
 WATCH = textwrap.dedent('''
     import os, time, pytest
-    from accel_regress.core import runner
+    from accel_regress.plugin import isolation
 
     def pytest_collection_finish(session):
         wid = os.environ.get("PYTEST_XDIST_WORKER")
-        if wid and runner.isolation is not None and runner.isolation._server is not None:
+        iso = isolation.context(session.config).isolation
+        if wid and iso is not None and iso._server is not None:
             with open(os.path.join(os.environ["THREADS_SEEN"], "server-" + wid), "w") as f:
-                f.write(str(runner.isolation._server.pid))
+                f.write(str(iso._server.pid))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(session):

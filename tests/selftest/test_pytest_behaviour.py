@@ -113,7 +113,8 @@ def test_every_option_from_the_ini_file_command_line_wins(suite):
     suite.makepyfile(test_opts='''
         def test_opts(request):
             c = request.config
-            print("OPTS", c._accel_hw, c.getoption("golden_seed"), c.getoption("isolation"),
+            from accel_regress.plugin import selection
+            print("OPTS", selection.selected(c), c.getoption("golden_seed"), c.getoption("isolation"),
                   c.getoption("ignore_expectations"))
     ''')
     res = suite.runpytest("-s", "test_opts.py")

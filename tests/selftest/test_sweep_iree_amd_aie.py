@@ -48,7 +48,7 @@ def standin(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     _forget()
     # The environment above is this process's: run in it, not in isolation workers forked before.
-    monkeypatch.setattr(runner, "isolation", None)
+    monkeypatch.setattr(runner.script, "isolation", None)
     registry.availability.cache_clear()
     yield {"log": log, "peano": peano, "mlir_aie": mlir_aie}
     registry.availability.cache_clear()

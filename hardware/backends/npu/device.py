@@ -55,21 +55,18 @@ class NotChosen(RuntimeError):
 
 
 def device_index() -> int:
-    """Which NPU this process drives: the one --devices gave the run (the isolated worker's
-    $ACCEL_DEVICE_NPU), the one this pytest process holds the lock of, else $ACCEL_NPU_DEVICE / 0.
-    Raises NotChosen while locking is on but no lock is held yet (an xdist controller, or a worker
-    before its first run): taking one here would starve the workers."""
+    """Which NPU this process drives: the one the runner handed it for --devices
+    ($ACCEL_DEVICE_NPU: set in the isolated worker's run and in the pytest process holding the
+    lock), else $ACCEL_NPU_DEVICE / 0. Raises NotChosen while --devices locks NPUs and this process
+    holds none yet ($ACCEL_DEVICE_NPU empty: an xdist controller, or a worker before its first
+    run): taking one here would starve the workers."""
     try:
-        from accel_regress.core import devices, runner
+        from accel_regress.core import devices
     except ImportError:
-        devices = runner = None
+        devices = None
     value = devices.assigned(RESOURCE) if devices is not None and hasattr(devices, "assigned") else None
-    locks = getattr(runner, "devices", None)
-    if value is None and locks is not None and locks.ids_for(RESOURCE, "npu") is not None:
-        held = getattr(locks, "held", {}).get(RESOURCE)
-        if held is None:
-            raise NotChosen("--devices is set and this process holds no NPU lock yet")
-        value = held[0]
+    if value == "":
+        raise NotChosen("--devices is set and this process holds no NPU lock yet")
     if value is not None:
         return int(value)
     return int(os.environ.get("ACCEL_NPU_DEVICE", "0") or 0)

@@ -45,11 +45,10 @@ def unsupported_reason(item) -> str | None:
     kind_of = getattr(backend, "device_kind", None)
     if not callable(kind_of):
         return None
-    from accel_regress.core import runner
-    if runner.devices is not None:
-        # This process runs tests: take its device lock now (the run would take the same one),
-        # so that the kind asked about is the kind of the NPU the test will run on.
-        runner.devices.acquire(backend.device_resource, name)
+    from accel_regress.plugin import isolation
+    # This process runs tests: take its device lock now, from the session's locks (the run takes
+    # the same one), so that the kind asked about is the kind of the NPU the test will run on.
+    isolation.context(item.config).device_env(name)
     kinds = [str(k) for k in marker.args]
     kind = kind_of()
     if kind in kinds:

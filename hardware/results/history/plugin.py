@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -28,23 +30,38 @@ def _is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
+@dataclass
+class SessionHistory:
+    """This session's history: where it goes, how it went, and the --shard split."""
+    location: object = None                  # resolve(--history): a path or URL, None for none
+    status: Optional[tuple] = None           # (the line the terminal shows, whether it is a warning)
+    shard: Optional[tuple] = None            # (i, n) of --shard I/N
+    durations: dict = field(default_factory=dict)   # (test key, backend) -> seconds, what the split balances
+    durations_note: str = ""
+
+
+_HISTORY = pytest.StashKey[SessionHistory]()
+
+
 def pytest_configure(config):
     from accel_regress.results.history import shard
-    config._accel_history = resolve(config.getoption("history"))
-    config._accel_history_status = None
+    state = config.stash[_HISTORY] = SessionHistory(resolve(config.getoption("history")))
     spec = config.getoption("shard")
-    config._accel_shard = None
     if not spec:
         return
     try:
-        config._accel_shard = shard.parse(spec)
+        state.shard = shard.parse(spec)
     except ValueError as exc:
         raise pytest.UsageError(f"--shard: {exc}") from None
     if _is_worker(config):
-        config._accel_durations = {tuple(k): v for k, v in config.workerinput.get("accel_durations", [])}
-        config._accel_durations_note = config.workerinput.get("accel_durations_note", "")
+        state.durations = {tuple(k): v for k, v in config.workerinput.get("accel_durations", [])}
+        state.durations_note = config.workerinput.get("accel_durations_note", "")
     else:
-        config._accel_durations, config._accel_durations_note = _durations(config._accel_history)
+        state.durations, state.durations_note = _durations(state.location)
+
+
+def _state(config) -> SessionHistory:
+    return config.stash.get(_HISTORY, None) or SessionHistory()
 
 
 def _durations(location) -> tuple[dict, str]:
@@ -68,47 +85,47 @@ def _durations(location) -> tuple[dict, str]:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """xdist: every worker splits with the controller's durations (the same split everywhere)."""
-    config = node.config
-    if getattr(config, "_accel_shard", None):
-        node.workerinput["accel_durations"] = [[list(k), v] for k, v in config._accel_durations.items()]
-        node.workerinput["accel_durations_note"] = config._accel_durations_note
+    state = _state(node.config)
+    if state.shard:
+        node.workerinput["accel_durations"] = [[list(k), v] for k, v in state.durations.items()]
+        node.workerinput["accel_durations_note"] = state.durations_note
 
 
 @pytest.hookimpl(trylast=True)      # after -k / -m and the other plugins have deselected
 def pytest_collection_modifyitems(session, config, items):
-    if not getattr(config, "_accel_shard", None) or not items:
+    state = _state(config)
+    if not state.shard or not items:
         return
     from accel_regress.results.history import shard
     from accel_regress.results.keys import test_key
-    i, n = config._accel_shard
+    i, n = state.shard
     keys, seconds = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
         backend = callspec.params.get("hw") if callspec else None
         keys.append(item.nodeid)
-        seconds.append(config._accel_durations.get((test_key(item.nodeid, backend), backend or "")))
+        seconds.append(state.durations.get((test_key(item.nodeid, backend), backend or "")))
     shards = shard.assign(keys, seconds, n)
-    loads = shard.loads(seconds, shards, n)
     keep = [it for it, s in zip(items, shards) if s == i - 1]
     drop = [it for it, s in zip(items, shards) if s != i - 1]
-    config._accel_shard_line = (f"shard {i}/{n}: {len(keep)} of {len(items)} tests, ~{loads[i - 1]:.1f} s of "
-                                f"~{sum(loads):.1f} s ({config._accel_durations_note})")
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
 
 
 def pytest_report_header(config):
-    if getattr(config, "_accel_shard", None):
-        i, n = config._accel_shard
-        return [f"accel-regress: shard {i}/{n}, {config._accel_durations_note}"]
+    state = _state(config)
+    if state.shard:
+        i, n = state.shard
+        return [f"accel-regress: shard {i}/{n}, {state.durations_note}"]
     return []
 
 
 @pytest.hookimpl(trylast=True)      # after recording made the results sink
 def pytest_sessionstart(session):
+    from accel_regress.plugin import recording
     config = session.config
-    sink = getattr(config, "_accel_sink", None)
+    sink = recording.sink(config)
     if sink is None or _is_worker(config):
         return
     extra = {"revision": config.getoption("history_revision") or _first_env(REVISION_ENV),
@@ -119,7 +136,7 @@ def pytest_sessionstart(session):
 
 def store_run(config, data: dict, report_dir: Path) -> str:
     """Ingest ``data`` and write history.html; the one line the terminal shows."""
-    location = config._accel_history
+    location = _state(config).location
     if location is None:
         return ""
     from accel_regress.results.history import dashboard
@@ -137,21 +154,22 @@ def store_run(config, data: dict, report_dir: Path) -> str:
 
 
 def pytest_accel_regress_session_finished(config, data, report_dir):
+    state = _state(config)
     try:
-        config._accel_history_status = (store_run(config, data, report_dir), False)
+        state.status = (store_run(config, data, report_dir), False)
     except HistoryError as exc:
-        config._accel_history_status = (f"history: not written ({exc}); results.json is written", True)
+        state.status = (f"history: not written ({exc}); results.json is written", True)
     except Exception as exc:      # never cost the session its results: one line, no traceback
-        where = describe(config._accel_history or "")
-        config._accel_history_status = (f"history: not written (history {where}: {type(exc).__name__}: "
-                                        f"{' '.join(str(exc).split())[:300]}); results.json is written", True)
-    line, warn = config._accel_history_status
+        where = describe(state.location or "")
+        state.status = (f"history: not written (history {where}: {type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:300]}); results.json is written", True)
+    line, warn = state.status
     if warn and config.pluginmanager.get_plugin("terminalreporter") is None:
         print(f"accel-regress: {line}", file=sys.stderr)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    status = getattr(config, "_accel_history_status", None)
+    status = _state(config).status
     if status and status[0]:
         line, warn = status
         terminalreporter.write_line(("WARNING " if warn else "") + line, yellow=warn)

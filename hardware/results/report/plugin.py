@@ -11,8 +11,9 @@ The ratio map is taken from the compared arrays a ``accel_regress.golden.compare
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -22,8 +23,32 @@ from accel_regress.results.report.tables import slug
 _MAP = pytest.StashKey[dict]()
 _DONE = pytest.StashKey[bool]()
 _PLAIN_MARKS = {"parametrize", "usefixtures", "filterwarnings", "skip", "skipif", "xfail", "family", "timeout"}
-MAX_MAPS_PER_PROCESS = 200
-_saved = 0
+MAX_MAPS_PER_SESSION = 200     # per xdist worker
+
+
+@dataclass
+class Reports:
+    """This session's report inputs and what was written."""
+    policy: Any = None            # --gate-policy, loaded
+    baseline: Optional[dict] = None   # --gate-baseline, loaded
+    maps_saved: int = 0           # ratio maps saved (at most MAX_MAPS_PER_SESSION)
+    finished: bool = False        # the reports were written (or tried): once per session
+    verdict: Any = None           # the gate's verdict on the run (accel_regress.results.gate)
+    written: Optional[dict] = None    # what write_all wrote
+
+
+_REPORTS = pytest.StashKey[Reports]()
+
+
+def _state(config) -> Reports:
+    if _REPORTS not in config.stash:
+        config.stash[_REPORTS] = Reports()
+    return config.stash[_REPORTS]
+
+
+def verdict(config):
+    """The gate's verdict on this session's run, once its reports are written (None before)."""
+    return config.stash[_REPORTS].verdict if _REPORTS in config.stash else None
 
 
 def _report_dir(config) -> Path:
@@ -36,12 +61,12 @@ def _report_dir(config) -> Path:
 
 def pytest_configure(config):
     from accel_regress.results import gate, record as results
-    config._accel_gate_inputs = None
+    state = config.stash[_REPORTS] = Reports()
     try:
         policy = config.getoption("gate_policy")
         baseline = config.getoption("gate_baseline")
-        config._accel_gate_inputs = (gate.load_policy(Path(policy)) if policy else None,
-                                     results.load(Path(baseline)) if baseline else None)
+        state.policy = gate.load_policy(Path(policy)) if policy else None
+        state.baseline = results.load(Path(baseline)) if baseline else None
     except (gate.PolicyError, results.ResultsError) as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -84,8 +109,8 @@ def _arrays(exc) -> Optional[tuple]:
 
 
 def _save_map(item, exc) -> Optional[dict]:
-    global _saved
-    if _saved >= MAX_MAPS_PER_PROCESS:
+    state = _state(item.config)
+    if state.maps_saved >= MAX_MAPS_PER_SESSION:
         return None
     found = _arrays(exc)
     if found is None:
@@ -96,7 +121,7 @@ def _save_map(item, exc) -> Optional[dict]:
         return None
     rel = f"arrays/{slug({'nodeid': item.nodeid})}.npy"
     heatmap.save(_report_dir(item.config) / rel, result["ratio"])
-    _saved += 1
+    state.maps_saved += 1
     return {"array": rel, "shape": result["shape"], "block": result["block"],
             "name": getattr(getattr(exc, "census", None), "name", "output")}
 
@@ -136,18 +161,18 @@ def pytest_accel_regress_record(item, record):
 
 
 def session_finished(config, data, report_dir) -> None:
-    if getattr(config, "_accel_reports_written", False):
+    state = _state(config)
+    if state.finished:
         return
-    config._accel_reports_written = True
-    from accel_regress.results import gate
+    state.finished = True
+    from accel_regress.results import expectations, gate
     from accel_regress.results.report import write_all
-    policy, baseline = getattr(config, "_accel_gate_inputs", None) or (None, None)
-    config._accel_gate = gate.evaluate(data, baseline, policy)
+    state.verdict = gate.evaluate(data, state.baseline, state.policy)
     try:
         junit = config.option.xmlpath and Path(config.option.xmlpath).resolve() == (Path(report_dir) / "junit.xml").resolve()
-        written = write_all(data, Path(report_dir), expectations=getattr(config, "_accel_exp_summary", None),
-                            verdict=config._accel_gate, baseline=baseline, pending=("junit.xml",) if junit else ())
-        config._accel_reports = written
+        state.written = write_all(data, Path(report_dir), expectations=expectations.summary(config),
+                                  verdict=state.verdict, baseline=state.baseline,
+                                  pending=("junit.xml",) if junit else ())
     except Exception as exc:   # results.json is already written; say what went wrong and go on
         print(f"accel-regress: writing reports failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
@@ -158,7 +183,7 @@ def pytest_accel_regress_session_finished(config, data, report_dir):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    written = getattr(config, "_accel_reports", None)
+    written = _state(config).written
     if written and config.get_verbosity() >= 0:
         terminalreporter.write_line(f"report: {written['index']} ({len(written['heatmaps'])} heatmap(s)), "
                                     f"{written['summary']}")
