@@ -81,7 +81,7 @@ _GOLDEN_DIR = Path(__file__).resolve().parent
 # The packages whose dataclasses a manifest may name: golden's own and the built-in families'.
 _GOLDEN_PACKAGES = ("accel_regress.golden.", "accel_regress.families.")
 # Modules of this package that compute nothing a golden holds: editing them keeps the store warm.
-_NOT_GENERATORS = {"compare.py", "store.py", "store_folder.py", "__init__.py"}
+_NOT_GENERATORS = {"compare.py", "statistics.py", "store.py", "store_folder.py", "__init__.py"}
 # The built-in families live beside this package, one folder per family; their device-side modules
 # compute no golden.
 _FAMILIES_DIR = _GOLDEN_DIR.parent / "families"
