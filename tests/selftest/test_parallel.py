@@ -98,6 +98,9 @@ def test_each_worker_stops_its_fork_server_when_its_session_ends(pytester, monke
     seen = tmp_path / "seen"
     seen.mkdir()
     monkeypatch.setenv("THREADS_SEEN", str(seen))
+    # Under an outer -n this test runs in a worker: the nested controller must not think it is one.
+    for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(var, raising=False)
     pytester.makeconftest(WATCH)
     pytester.makepyfile(test_probe="def test_one():\n    pass\n\ndef test_two():\n    pass\n")
     res = pytester.runpytest_subprocess("-p", "accel-regress", "-p", "no:cacheprovider", "--hw", "emu",
