@@ -32,7 +32,10 @@ the same load (the pair needs no interleaving). Each distinct case runs once (th
 this is the device time the run cannot do without. The ratio is the run's process wall (what the
 user waits for: interpreter, imports, collection, items, session end) over that compute;
 target <= 1.25x. The harness share is (wall - golden - backend - compare) / wall; "run / work"
-adds golden (warm: reads) and compare to the compute, the run's necessary work.
+adds golden (warm: reads and the goldens too cheap to store) and compare to the compute, the
+run's necessary work. Back to back with each default run (in turns, first or second): pytest's
+floor, plain pytest over a file of as many trivial tests, what any pytest suite of that size pays;
+"run / (work + floor)" is then what the plugin and the isolation add.
 
 Prints the load average with every measurement and ends with one table: the medians over the
 rounds, their ratios and the targets. The machine is shared: compare only within one invocation.
@@ -151,7 +154,7 @@ class DefaultRun:
         self.args, self.tmp, self.runs = args, tmp, []
         self.env = {**os.environ, "PYTHONPATH": str(ROOT)}     # the usual golden store: warm after the warm-up
 
-    def round(self, name: str, keep: bool = True) -> None:
+    def round(self, name: str, keep: bool = True) -> dict:
         print(f"  {name} ({_load()}):", flush=True)
         d = bench_default_run.run_child(self.tmp, name.replace(" ", "-"), self.args, self.env)
         if d["exit"] not in (0, 1):
@@ -160,6 +163,7 @@ class DefaultRun:
             self.runs.append(d)
             print(bench_default_run.shares(d), flush=True)
         print(f"    golden store: {d['store']}", flush=True)
+        return d
 
     def med(self, fn) -> float:
         return _med(self.each(fn))
@@ -168,11 +172,35 @@ class DefaultRun:
         return [fn(d) for d in self.runs]
 
 
+class PlainPytest:
+    """pytest's own floor: a file of as many trivial tests as the default run has, plain pytest
+    (run outside this repository: no conftest, the accel-regress plugin inert)."""
+
+    def __init__(self, tmp: Path):
+        self.dir, self.wall, self.items = tmp / "plain", [], 0
+
+    def round(self, items: int) -> None:
+        self.dir.mkdir(exist_ok=True)
+        if items != self.items:
+            self.items = items
+            (self.dir / "test_plain.py").write_text(
+                "import pytest\n\n\n@pytest.mark.parametrize('i', range(%d))\ndef test_nothing(i):\n    pass\n" % items)
+        load = _load()
+        cpu, start = _children_cpu(), time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "test_plain.py", "-q", "-p", "no:cacheprovider"],
+                              cwd=self.dir, capture_output=True, text=True, timeout=900)
+        self.wall.append(time.perf_counter() - start)
+        _checked("plain pytest", proc)
+        print(f"  plain pytest, {items} trivial tests ({load}): {self.wall[-1]:.2f} s wall, "
+              f"{_children_cpu() - cpu:.2f} s CPU", flush=True)
+
+
 def _row(name: str, value: str, target: str = "", met: str = "") -> str:
     return f"  {name:<72} {value:<26} {target:<9} {met}".rstrip()
 
 
-def table(one: OneCase, co: Collection, co_all: Collection, run: DefaultRun, subset: bool, rounds: int) -> None:
+def table(one: OneCase, co: Collection, co_all: Collection, run: DefaultRun, plain: PlainPytest, subset: bool,
+          rounds: int) -> None:
     def verdict(x: float, bound: float) -> str:
         return "met" if x <= bound else "MISSED"
 
@@ -200,6 +228,11 @@ def table(one: OneCase, co: Collection, co_all: Collection, run: DefaultRun, sub
         print(_row("          harness share (wall - golden - backend - compare)", f"{share:.3f}"))
         print(_row("          run / backends' own compute", _spread(ratios, "x"), "<= 1.25x", verdict(ratio, 1.25)))
         print(_row("          run / work (backend + golden + compare)", f"{work:.2f}x"))
+        floor = _med(plain.wall)
+        beyond = [d["wall"] / (sum(d["spent"][k] for k in ("golden", "backend", "compare")) + f)
+                  for d, f in zip(run.runs, plain.wall)]
+        print(_row(f"          pytest's floor: plain pytest, {plain.items} trivial tests", f"{floor:.2f} s"))
+        print(_row("          run / (work + pytest's floor): the plugin and isolation", _spread(beyond, "x")))
     for c, what in ((co, "default run"), (co_all, "every opt-in case too")):
         print(_row(f"collection ({what}): wall; pytest's own", f"{_med(c.wall):.2f} s; {_med(c.inner):.2f} s",
                    "(4.6 s)" if c is co else ""))
@@ -226,19 +259,22 @@ def main(argv: list[str]) -> int:
         one = OneCase(args.hw, args.expr, {**os.environ, "ACCEL_GOLDEN_CACHE": str(tmp / "golden")}, tmp)
         co = Collection(run_args, [], os.environ.copy())
         co_all = Collection(run_args, ALL_OPT_IN, os.environ.copy())
-        run = DefaultRun(run_args, tmp)
+        run, plain = DefaultRun(run_args, tmp), PlainPytest(tmp)
         print("warm-up (untimed):", flush=True)
         one.warm_up()
-        if not args.no_default_run:
-            run.round("warm-up default run", keep=False)
+        items = 0 if args.no_default_run else run.round("warm-up default run", keep=False)["items"]
         for i in range(args.repeat):
             print(f"round {i + 1}:", flush=True)
             one.round(i)
             co.round("(default run)")
             co_all.round("(every opt-in case)")
-            if not args.no_default_run:
-                run.round(f"warm default run {i + 1}")
-    table(one, co, co_all, run, subset=bool(args.default_run), rounds=args.repeat)
+            if not args.no_default_run:     # the run and pytest's floor back to back, in turns
+                for which in (("run", "plain") if i % 2 == 0 else ("plain", "run")):
+                    if which == "run":
+                        run.round(f"warm default run {i + 1}")
+                    else:
+                        plain.round(items)
+    table(one, co, co_all, run, plain, subset=bool(args.default_run), rounds=args.repeat)
     return 0
 
 
