@@ -37,7 +37,8 @@ run's necessary work. Back to back with each default run (in turns, first or sec
 floor, plain pytest over a file of as many trivial tests, what any pytest suite of that size pays;
 "run / (work + floor)" is then what the plugin and the isolation add.
 
-Prints the load average with every measurement and ends with one table: the medians over the
+Every command runs with bytecode caching on, as a user's do (PYTHONDONTWRITEBYTECODE, if set
+here, is left out of their environment). Prints the load average with every measurement and ends with one table: the medians over the
 rounds, their ratios and the targets. The machine is shared: compare only within one invocation.
 """
 from __future__ import annotations
@@ -150,9 +151,9 @@ class Collection:
 
 
 class DefaultRun:
-    def __init__(self, args: list[str], tmp: Path):
+    def __init__(self, args: list[str], tmp: Path, env: dict):
         self.args, self.tmp, self.runs = args, tmp, []
-        self.env = {**os.environ, "PYTHONPATH": str(ROOT)}     # the usual golden store: warm after the warm-up
+        self.env = {**env, "PYTHONPATH": str(ROOT)}     # the usual golden store: warm after the warm-up
 
     def round(self, name: str, keep: bool = True) -> dict:
         print(f"  {name} ({_load()}):", flush=True)
@@ -176,8 +177,8 @@ class PlainPytest:
     """pytest's own floor: a file of as many trivial tests as the default run has, plain pytest
     (run outside this repository: no conftest, the accel-regress plugin inert)."""
 
-    def __init__(self, tmp: Path):
-        self.dir, self.wall, self.items = tmp / "plain", [], 0
+    def __init__(self, tmp: Path, env: dict):
+        self.dir, self.env, self.wall, self.items = tmp / "plain", env, [], 0
 
     def round(self, items: int) -> None:
         self.dir.mkdir(exist_ok=True)
@@ -188,7 +189,7 @@ class PlainPytest:
         load = _load()
         cpu, start = _children_cpu(), time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "pytest", "test_plain.py", "-q", "-p", "no:cacheprovider"],
-                              cwd=self.dir, capture_output=True, text=True, timeout=900)
+                              cwd=self.dir, env=self.env, capture_output=True, text=True, timeout=900)
         self.wall.append(time.perf_counter() - start)
         _checked("plain pytest", proc)
         print(f"  plain pytest, {items} trivial tests ({load}): {self.wall[-1]:.2f} s wall, "
@@ -252,14 +253,19 @@ def main(argv: list[str]) -> int:
                         help="after --: the default run's pytest arguments (default: tests --ignore=tests/selftest)")
     args = parser.parse_args(argv)
     run_args = args.default_run or DEFAULT_RUN
+    # Measured as a user runs them: with bytecode caching (this sandbox sets PYTHONDONTWRITEBYTECODE,
+    # which also turns off pytest's cache of rewritten test modules); the warm-up writes the caches.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if "PYTHONDONTWRITEBYTECODE" in os.environ:
+        print("PYTHONDONTWRITEBYTECODE is set here: left out of the measured commands (a user's default)")
     print(f"bench_harness: {args.repeat} rounds after a warm-up; {os.cpu_count()} cores, {_load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-harness-") as tmp:
         tmp = Path(tmp)
         # The one case gets a golden store of its own (warmed by the warm-up), as in bench_one_case before.
-        one = OneCase(args.hw, args.expr, {**os.environ, "ACCEL_GOLDEN_CACHE": str(tmp / "golden")}, tmp)
-        co = Collection(run_args, [], os.environ.copy())
-        co_all = Collection(run_args, ALL_OPT_IN, os.environ.copy())
-        run, plain = DefaultRun(run_args, tmp), PlainPytest(tmp)
+        one = OneCase(args.hw, args.expr, {**env, "ACCEL_GOLDEN_CACHE": str(tmp / "golden")}, tmp)
+        co = Collection(run_args, [], env)
+        co_all = Collection(run_args, ALL_OPT_IN, env)
+        run, plain = DefaultRun(run_args, tmp, env), PlainPytest(tmp, env)
         print("warm-up (untimed):", flush=True)
         one.warm_up()
         items = 0 if args.no_default_run else run.round("warm-up default run", keep=False)["items"]
