@@ -36,7 +36,8 @@ def _classed(cfg, prefix="", marks=()):
 
 CONFIGS = [p for c in gemm.CI_CONFIGS for p in _classed(c)] + _classed(gemm.VOCAB_MINI, "vocab-mini-") + [
     pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.test_id, marks=pytest.mark.large)] + [
-    pytest.param(c, id=c.test_id) for c in gemm.BF16_CONFIGS]
+    pytest.param(c, id=c.test_id) for c in gemm.BF16_CONFIGS] + [
+    p for c in gemm.K_TAIL_CONFIGS for p in _classed(c)]
 
 
 def _partitions(configs):

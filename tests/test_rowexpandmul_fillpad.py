@@ -128,6 +128,6 @@ def test_a2a3_matches_a2a3sim(request, cfg, case, inputs, expected):
 def test_ptoas_codegen_lint(pto_cpp):
     from accel_regress.backends.pypto import lint
     findings, files = lint.lint_paths([pto_cpp])
-    assert files, f"--pto-cpp {pto_cpp}: no .cpp files found"
+    assert files, f"--pto-cpp {pto_cpp}: no .cpp or .pto files found"
     if findings:
         raise AssertionError("\n".join(f.describe() for f in findings))

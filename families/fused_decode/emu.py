@@ -51,7 +51,7 @@ def _finish(case: Case, out: dict) -> dict:
 
 
 def run(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return _finish(case, _run(case, dict(inputs), F.DECODE_BLOCK))
+    return _finish(case, _run(case, dict(inputs), F.block(case)))
 
 
 def timeout(case: Case) -> float:
@@ -65,12 +65,13 @@ def _step_fault(step_names: tuple[str, ...], make_op: Callable[[Case], Callable]
     def fault(case: Case, outputs: dict) -> dict:
         if case.op != F.OP:
             return outputs
+        steps = F.block(case)
         first = 0
         if case.params["program"] == "steps":
-            first = next(i for i, s in enumerate(F.DECODE_BLOCK) if s.name in step_names)
+            first = next(i for i, s in enumerate(steps) if s.name in step_names)
         bufs = {**F.make_inputs(case), **outputs}
         op = make_op(case)
-        outputs.update(_finish(case, _run(case, bufs, F.DECODE_BLOCK[first:], {n: op for n in step_names})))
+        outputs.update(_finish(case, _run(case, bufs, steps[first:], {n: op for n in step_names})))
         return outputs
     return fault
 
@@ -90,8 +91,8 @@ def _rmsnorm_no_weight(case: Case) -> Callable:
 
 
 def _softmax_no_max(case: Case) -> Callable:
-    def softmax(p, x):
-        e = to_bf16(np.exp(x)).astype(F32)     # bf16 buffer between the exp and the sum
+    def softmax(p, x, mask=0):
+        e = to_bf16(np.exp(x + mask)).astype(F32)     # bf16 buffer between the exp and the sum
         return e / e.sum(axis=-1, keepdims=True)
     return softmax
 

@@ -41,7 +41,7 @@ one inf or NaN in x reaches every output of the block through RMSNorm's sum.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
 import numpy as np
@@ -96,6 +96,17 @@ DECODE_BLOCK: tuple[Step, ...] = (
 OUTPUT = "out"
 FUSED_OUTPUT = "fused_out"
 
+# Masked attention (issue 29 item 10): the same block with an additive attention mask (0 or -inf
+# per score, torch scaled_dot_product_attention's float attn_mask) added to the scores before the
+# softmax. A padded decode batch gives each sequence's score rows its own number of valid KV
+# positions; this block holds one sequence, so its head rows stand for such rows (``padding_mask``).
+# A row with no valid position (a batch slot that holds no sequence) has the output torch defines:
+# 0, not NaN (torch 2.13.0 torch/_decomp/decompositions.py:416-422, aten._safe_softmax, which the
+# math path of scaled_dot_product_attention calls: rows whose every input is -inf give 0).
+MASKED_BLOCK: tuple[Step, ...] = tuple(
+    replace(s, op="masked_softmax", ins=("s", "attn_mask")) if s.name == "attn_softmax" else s for s in DECODE_BLOCK)
+MASKS = ("none", "padding")
+
 
 @dataclass(frozen=True)
 class Config:
@@ -106,11 +117,12 @@ class Config:
     intermediate: int
     past: int                  # tokens already in the KV cache; this step decodes token `past`
     rope_theta: float = 500000.0
+    mask: str = "none"         # MASKS: "padding" adds padding_mask's attention mask
 
     @property
     def id(self) -> str:
         return (f"H{self.hidden}-NH{self.n_heads}-KV{self.n_kv_heads}-D{self.head_dim}"
-                f"-I{self.intermediate}-T{self.past}")
+                f"-I{self.intermediate}-T{self.past}" + ("" if self.mask == "none" else f"-M{self.mask}"))
 
 
 # Llama 3.2 1B (hidden 2048, 32 heads, 8 kv heads, head dim 64, MLP 8192, rope theta 500000) and a
@@ -120,6 +132,8 @@ SMALL = Config(64, 4, 2, 16, 128, past=15)
 # The same structure at lengths that are not powers of two: 1/48 (RMSNorm's mean) and 12**-0.5
 # (the attention scale) are not exact in bf16, so a reciprocal held in bf16 shows (issue 29 item 10).
 SMALL_ODD = Config(48, 4, 2, 12, 96, past=15)
+# The small block with a padding mask: full, partly masked and fully masked score rows.
+SMALL_MASKED = replace(SMALL, mask="padding")
 
 # The attention-sink score planted in head 0 (see make_inputs): above 88.72, where exp overflows
 # f32 and bf16 alike, so a softmax that skips the max subtraction returns inf / inf.
@@ -140,10 +154,14 @@ def make_case(cfg: Config, base_seed: int = 0, program: str = "steps", inputs: s
         raise ValueError(f"program must be one of {PROGRAMS}, not {program!r}")
     if inputs not in CLASSES:
         raise ValueError(f"fused_decode input classes are {', '.join(CLASSES)}, not {inputs!r}")
+    if cfg.mask not in MASKS:
+        raise ValueError(f"fused_decode masks are {', '.join(MASKS)}, not {cfg.mask!r}")
     params = {"hidden": cfg.hidden, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
               "head_dim": cfg.head_dim, "intermediate": cfg.intermediate, "past": cfg.past,
               "pos": cfg.past, "rope_theta": cfg.rope_theta, "attn_scale": cfg.head_dim ** -0.5,
               "dtype": "bf16", "program": program, "inputs": inputs}
+    if cfg.mask != "none":
+        params["mask"] = cfg.mask
     block = gen.seed_id(cfg.id, inputs)
     return Case(OP, f"{block}-{program}", params, case_seed(OP, block, base_seed))
 
@@ -152,6 +170,32 @@ def as_program(case: Case, program: str) -> Case:
     """The same block and inputs, run as ``program`` (steps or fused)."""
     base = case.id.rsplit("-", 1)[0]
     return Case(case.op, f"{base}-{program}", {**case.params, "program": program}, case.seed)
+
+
+def masked(case: Case) -> bool:
+    return case.params.get("mask", "none") != "none"
+
+
+def block(case: Case) -> tuple[Step, ...]:
+    """The case's runlist: DECODE_BLOCK, or MASKED_BLOCK when its attention is masked."""
+    return MASKED_BLOCK if masked(case) else DECODE_BLOCK
+
+
+# Valid KV positions per score row, cycled over the heads: all of them (head 0 keeps its attention
+# sink), all but 5, 3, none.
+PADDING_VALID = (None, -5, 3, 0)
+
+
+def padding_mask(n_heads: int, positions: int) -> np.ndarray:
+    """The additive mask (n_heads, positions): row h keeps its last PADDING_VALID[h % 4] positions
+    (left padding, as batched generation pads decoder-only prompts: the current token, the last
+    position, stays valid while any does) and is -inf before them."""
+    mask = np.zeros((n_heads, positions))
+    for h in range(n_heads):
+        keep = PADDING_VALID[h % len(PADDING_VALID)]
+        keep = positions if keep is None else (positions + keep if keep < 0 else keep)
+        mask[h, :positions - keep] = -np.inf
+    return mask
 
 
 def step_params(case: Case, step: Step) -> dict:
@@ -166,13 +210,13 @@ def input_shapes(case: Case) -> dict[str, tuple]:
     H, NH, KV, D, I, T = (p[k] for k in ("hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "past"))
     return {"x": (1, H), "attn_norm_w": (H,), "wq": (NH * D, H), "wk": (KV * D, H), "wv": (KV * D, H),
             "wo": (H, NH * D), "ffn_norm_w": (H,), "w_gate": (I, H), "w_up": (I, H), "w_down": (H, I),
-            "k_cache": (KV, T, D), "v_cache": (KV, T, D)}
+            "k_cache": (KV, T, D), "v_cache": (KV, T, D), **({"attn_mask": (NH, T + 1)} if masked(case) else {})}
 
 
 def buffer_shapes(case: Case) -> dict[str, tuple]:
     """Every buffer's shape: the inputs', then each step's output from its reference on zeros."""
     shapes = input_shapes(case)
-    for step in DECODE_BLOCK:
+    for step in block(case):
         zeros = [np.zeros(shapes[n]) for n in step.ins]
         shapes[step.out] = llama_ops.reference(step.op, step_params(case, step), zeros).shape
     return shapes
@@ -184,7 +228,7 @@ def output_contract(case: Case) -> dict:
     shapes = buffer_shapes(case)
     if case.params["program"] == "fused":
         return {FUSED_OUTPUT: ("bfloat16", shapes[OUTPUT])}
-    return {s.out: ("bfloat16", shapes[s.out]) for s in DECODE_BLOCK}
+    return {s.out: ("bfloat16", shapes[s.out]) for s in block(case)}
 
 
 def _weights(g, rows, cols) -> np.ndarray:
@@ -209,6 +253,8 @@ def make_inputs(case: Case, token: int = 0) -> dict[str, np.ndarray]:
     }
     if token == -1:
         ins["x"] = gen.near_normal(gen.rng(case.seed ^ 0x7F4A7C15), (1, H))
+    if masked(case):
+        ins["attn_mask"] = padding_mask(NH, T + 1)
     cls = gen.class_of(p)
     if cls == "shifted":
         ins["x"] = gen.shifted_rows(g, (1, H))
@@ -236,6 +282,8 @@ def previous_token_inputs(case: Case) -> dict[str, np.ndarray]:
     prev = make_inputs(case, token=-1)
     for k in ("k_cache", "v_cache"):
         prev[k] = prev[k][:, :-1]
+    if "attn_mask" in prev:
+        prev["attn_mask"] = prev["attn_mask"][:, 1:]
     return prev
 
 
@@ -245,11 +293,11 @@ def previous_token_case(case: Case) -> Case:
 
 
 def run_pipeline(case: Case, inputs: Mapping[str, np.ndarray], *, bf16: bool = False,
-                 until: Optional[str] = None, steps=DECODE_BLOCK) -> dict[str, np.ndarray]:
+                 until: Optional[str] = None, steps=None) -> dict[str, np.ndarray]:
     """Every buffer of the pipeline, float64 (``bf16``: each step's output rounded to bf16, as
     IRON's reference mode keeps host buffers), stopping after step ``until``."""
     bufs = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
-    for step in steps:
+    for step in block(case) if steps is None else steps:
         y = llama_ops.reference(step.op, step_params(case, step), [bufs[n] for n in step.ins])
         bufs[step.out] = np.asarray(to_bf16(y), np.float64) if bf16 else y
         if step.name == until:
@@ -291,11 +339,11 @@ class StepResult:
 
 
 def compare_steps(case: Case, inputs: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray],
-                  steps=DECODE_BLOCK) -> list[StepResult]:
+                  steps=None) -> list[StepResult]:
     """Compare mode: each step's device output against its reference computed from the device's
     own inputs to that step (a missing device buffer falls back to the case input)."""
     out = []
-    for step in steps:
+    for step in block(case) if steps is None else steps:
         p = step_params(case, step)
         ins = [got[n] if n in got else inputs[n] for n in step.ins]
         ref = llama_ops.reference(step.op, p, ins)

@@ -214,6 +214,38 @@ def _softmax(E: Emitter, p, args):
     return E.to_bf16(y, xs), xs
 
 
+def _masked_softmax(E: Emitter, p, args):
+    """softmax(s + mask) written out (max, exp, sum, divide), since linalg.softmax of a row of -inf
+    is NaN: a row with no valid position (its max -inf) subtracts 0 instead, so every exp is 0, and
+    its zero sum gives 0 (llama_ops.masked_softmax, torch's safe softmax)."""
+    (x, xs), (m, ms) = args
+    rows, n = xs
+    mm = E.reshape(m, ms, xs)
+    ij, i_ = _map("i, j", "i, j"), _map("i, j", "i")
+    z = E.generic([(x, xs, "bf16"), (mm, xs, "bf16")], [ij, ij, ij], xs, ["parallel", "parallel"],
+                  ["%xf = arith.extf %a : bf16 to f32", "%mf = arith.extf %b : bf16 to f32",
+                   "%y = arith.addf %xf, %mf : f32", "linalg.yield %y : f32"], out_et="f32", block_args=["a", "b", "o"])
+    e0, ninf, mx0 = E.tmp("e"), E.tmp("ninf"), E.tmp("f")
+    E.emit(f"{e0} = tensor.empty() : {_t((rows,), 'f32')}", f"{ninf} = arith.constant 0xFF800000 : f32",
+           f"{mx0} = linalg.fill ins({ninf} : f32) outs({e0} : {_t((rows,), 'f32')}) -> {_t((rows,), 'f32')}")
+    mx = E.generic([(z, xs, "f32")], [ij, i_], (rows,), ["parallel", "reduction"],
+                   ["%y = arith.maximumf %a, %acc : f32", "linalg.yield %y : f32"],
+                   init=mx0, out_et="f32", block_args=["a", "acc"])
+    ex = E.generic([(z, xs, "f32"), (mx, (rows,), "f32")], [ij, i_, ij], xs, ["parallel", "parallel"],
+                   ["%ninf = arith.constant 0xFF800000 : f32", "%zero = arith.constant 0.0 : f32",
+                    "%dead = arith.cmpf oeq, %m, %ninf : f32", "%mx = arith.select %dead, %zero, %m : f32",
+                    "%d = arith.subf %a, %mx : f32", "%y = math.exp %d : f32", "linalg.yield %y : f32"],
+                   out_et="f32", block_args=["a", "m", "o"])
+    sm = E.generic([(ex, xs, "f32")], [ij, i_], (rows,), ["parallel", "reduction"],
+                   ["%y = arith.addf %a, %acc : f32", "linalg.yield %y : f32"],
+                   init=E.zeros_f32((rows,)), out_et="f32", block_args=["a", "acc"])
+    y = E.generic([(ex, xs, "f32"), (sm, (rows,), "f32")], [ij, i_, ij], xs, ["parallel", "parallel"],
+                  ["%zero = arith.constant 0.0 : f32", "%empty = arith.cmpf oeq, %s, %zero : f32",
+                   "%q = arith.divf %a, %s : f32", "%y = arith.select %empty, %zero, %q : f32",
+                   "%yb = arith.truncf %y : f32 to bf16", "linalg.yield %yb : bf16"], block_args=["a", "s", "o"])
+    return y, xs
+
+
 def _elementwise(body: list[str], n_in: int):
     def op(E: Emitter, p, args):
         (a, as_) = args[0]
@@ -262,7 +294,7 @@ def _kv_append(E: Emitter, p, args):
 
 
 EMIT = {"rmsnorm": _rmsnorm, "gemv": _gemv, "gemv_batched": _gemv_batched, "gemm": _gemm, "rope": _rope,
-        "softmax": _softmax, "silu": _silu, "mul": _mul, "add": _add, "transpose": _transpose,
+        "softmax": _softmax, "masked_softmax": _masked_softmax, "silu": _silu, "mul": _mul, "add": _add, "transpose": _transpose,
         "repeat": _repeat, "kv_append": _kv_append}
 
 
@@ -279,22 +311,23 @@ def _function(name: str, case: Case, steps, shapes: dict, inputs: tuple[str, ...
     return "\n".join([f"func.func @{name}({sig}) -> {_t(s)} {{", *E.lines, f"  return {v} : {_t(s)}", "}", ""])
 
 
-def _block_inputs() -> tuple[str, ...]:
-    produced = {s.out for s in F.DECODE_BLOCK}
+def _block_inputs(steps) -> tuple[str, ...]:
+    produced = {s.out for s in steps}
     seen: list[str] = []
-    for step in F.DECODE_BLOCK:
+    for step in steps:
         seen += [n for n in step.ins if n not in produced and n not in seen]
     return tuple(seen)
 
 
 def plan(case: Case) -> tuple[Program, ...]:
     shapes = F.buffer_shapes(case)
+    steps = F.block(case)
     if case.params["program"] == "fused":
-        ins = _block_inputs()
-        return (Program(_function("fused_block", case, F.DECODE_BLOCK, shapes, ins, F.OUTPUT), "fused_block",
+        ins = _block_inputs(steps)
+        return (Program(_function("fused_block", case, steps, shapes, ins, F.OUTPUT), "fused_block",
                         ins, (F.FUSED_OUTPUT,)),)
     return tuple(Program(_function(s.name, case, [s], shapes, s.ins, s.out), s.name, s.ins, (s.out,))
-                 for s in F.DECODE_BLOCK)
+                 for s in steps)
 
 
 def program(case: Case) -> Program:

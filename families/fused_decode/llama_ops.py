@@ -90,6 +90,18 @@ def softmax(p, x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def masked_softmax(p, x, mask):
+    """softmax(x + mask) over the last axis, with torch's safe-softmax contract: a row whose every
+    entry is -inf (no valid position) gives 0, not exp(-inf - -inf) = NaN (golden.py MASKED_BLOCK).
+    In the operand's own precision (f32 on a device model, float64 for the reference)."""
+    z = x + mask
+    m = z.max(axis=-1, keepdims=True)
+    live = m > -np.inf
+    e = np.exp(z - np.where(live, m, 0))
+    s = e.sum(axis=-1, keepdims=True)
+    return np.where(live, e / np.where(live, s, 1), 0).astype(z.dtype)
+
+
 def silu(p, x):
     return x / (1.0 + np.exp(-x))
 
@@ -171,6 +183,14 @@ def _e_softmax(p, ins, ref):
     return tol_softmax(x2, ref.reshape(x2.shape)).reshape(ref.shape) + F32_SMALLEST_NORMAL
 
 
+def _e_masked_softmax(p, ins, ref):
+    """The softmax's error on the masked scores: a masked entry (-inf) adds none (tol_softmax), and
+    a fully masked row's output is exactly 0."""
+    x, mask = ins
+    with np.errstate(invalid="ignore"):      # -inf - -inf in a fully masked row, taken as 0 there
+        return _e_softmax(p, [x + mask], ref)
+
+
 def _e_silu(p, ins, ref):
     """x / (1 + exp(-x)): exp 3 ulp (6u), the add and the division one rounding each; the add
     passes exp's relative error on scaled by e/(1+e) <= 1: 8u relative, over (1 - 8u)."""
@@ -188,6 +208,7 @@ OPS: Mapping[str, Op] = {
     "gemm": Op(gemm, _e_gemm),
     "rope": Op(rope, _e_rope),
     "softmax": Op(softmax, _e_softmax),
+    "masked_softmax": Op(masked_softmax, _e_masked_softmax),
     "silu": Op(silu, _e_silu),
     "mul": Op(mul, _e_elementwise),
     "add": Op(add, _e_elementwise),

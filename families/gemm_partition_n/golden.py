@@ -277,6 +277,26 @@ BF16_CONFIGS = [replace(c, emulate_bfp16=False) for c in (CI_CONFIGS[7], CI_CONF
     GemmConfig(64, 128, 256, 16, 64, 64, 4, True, False, 4, emulate_bfp16=False)]
 
 
+# K tails (issue 29 item 10): K = 100 is no multiple of tile_k (64: one whole K tile and 36 past
+# it) nor of the bfp16 block (8: the last block holds 4 values). IRON's partition_N AIEGEMM pads K
+# up to tile_k with zeros on the host (tonyjie/IRON@46df5832 iron/operators/gemm/op.py:68-79,
+# ``_get_padded_dims``, ``_pad_A``, ``_pad_B``; amd/IRON's later AIEGEMM the same, its
+# ``__init__`` and ``pad_B``), so the device's kernel only ever sees whole tiles, and the partial
+# bfp16 block shares its exponent with zeros, which cannot raise it: the golden's zero-padded
+# blocks (golden/dtypes.py block_view) are the same blocks. IRON's GEMMs without partition_N
+# refuse the shape instead (amd/IRON@4a379b3a iron/operators/gemm/op.py:39 ``assert K % min_K == 0``,
+# min_K = tile_k; the declarative GEMM's validate(), "K (...) must be a multiple of tile_k") and the
+# npu backend already answers those revisions unsupported (no partition_N). The shape is seed
+# 000's P4 CI configuration with K = 100; the bf16 twin runs where bfp16 is not emulated (IREE).
+K_TAIL_CONFIGS = [GemmConfig(64, 100, 256, 16, 64, 64, 4, True, False, 4),
+                  GemmConfig(64, 100, 256, 16, 64, 64, 4, True, False, 4, emulate_bfp16=False)]
+
+
+def has_k_tail(cfg: GemmConfig) -> bool:
+    """K ends in a partial K tile (the device pads it with zeros)."""
+    return cfg.K % cfg.tile_k != 0
+
+
 def output_contract(case: Case) -> dict:
     """What every backend must return for ``case``: output name ("*": every output) -> (numpy dtype
     name, shape or None). Checked by accel_regress.core.runner before any comparison: the right values in

@@ -392,7 +392,7 @@ def test_stale_dma_is_caught(raw, monkeypatch):
 
 # --- IRON mode --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cfg", [P4, P1, gemm.VOCAB_MINI], ids=lambda c: c.id)
+@pytest.mark.parametrize("cfg", [P4, P1, gemm.VOCAB_MINI, *gemm.K_TAIL_CONFIGS], ids=lambda c: c.id)
 def test_iron_mode_numbers(iron, cfg):
     backend = registry.get("npu")
     case, inputs = _case(cfg)

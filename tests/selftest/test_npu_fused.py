@@ -93,8 +93,19 @@ def test_test_fused_decode_passes_on_the_standins(iron, tmp_path):
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout[-3000:]
     # small: compare mode of 3 input classes and end to end; the odd block's compare mode is the
-    # known bf16 attention scale (expectations/npu.toml), its end to end passes
-    assert "5 passed, 1 xfailed" in result.stdout      # the large block is not even generated (no -m large)
+    # known bf16 attention scale (expectations/npu.toml), its end to end passes; the masked block's
+    # two cases are NOT_APPLICABLE (IRON's Softmax takes no mask)
+    assert "5 passed, 2 skipped, 1 xfailed" in result.stdout      # the large block is not even generated (no -m large)
+    assert "2 NOT_APPLICABLE" in result.stdout and "IRON's Softmax has no mask input" in result.stdout
+
+
+def test_masked_attention_is_not_applicable_with_irons_reason():
+    from accel_regress.core.errors import NotApplicable
+    backend = registry.get("npu")
+    for program in F.PROGRAMS:
+        why = backend.supports_inputs(F.make_case(F.SMALL_MASKED, 0, program))
+        assert isinstance(why, NotApplicable) and "no mask input" in why and "design.py:76-84" in why
+        assert backend.supports_inputs(F.make_case(F.SMALL, 0, program)) is None
 
 
 def test_a_stale_step_fails_compare_mode_at_that_step(iron, monkeypatch):

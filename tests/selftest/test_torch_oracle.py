@@ -273,6 +273,9 @@ def _torch_op(step, p, ins):
         return torch.cat([z.real, z.imag], dim=1)
     if op == "softmax":
         return torch.softmax(x[0], dim=-1)
+    if op == "masked_softmax":
+        # the softmax scaled_dot_product_attention's math path applies: 0 for a row of -inf
+        return torch.ops.aten._safe_softmax(x[0] + x[1], -1)
     if op == "silu":
         return TF.silu(x[0])
     if op == "mul":
@@ -296,7 +299,7 @@ def _op_magnitude(step, ins, t):
         return a[0].shape[2], np.einsum("bmk,bk->bm", a[0], a[1])
     if step.op == "gemm":
         return a[1].shape[1], np.abs(L.gemm({"b_col_maj": True}, a[0], a[1]))
-    if step.op in ("rmsnorm", "softmax"):
+    if step.op in ("rmsnorm", "softmax", "masked_softmax"):
         return t.shape[-1], np.abs(t).max(axis=-1, keepdims=True) + np.abs(t)
     if step.op == "rope":
         h = a[0].reshape(t.shape)
@@ -326,6 +329,46 @@ def test_decode_block_operators_agree_with_torch(cls):
         theirs = _n(sdpa.reshape(heads, d))
         agree(f"fused_decode:attention (sdpa):{cls}:seed {seed}", bufs["attn"], theirs, n=k.shape[2] + d,
               mag=np.abs(np.asarray(bufs["v_all"])).max())
+    _report("fused_decode")
+
+
+def test_masked_attention_agrees_with_torch():
+    """The masked block (padding mask: full, partly masked and fully masked score rows): its masked
+    softmax step against aten._safe_softmax, and its attention as one torch
+    scaled_dot_product_attention with the same additive mask (float64 on the CPU: the math path),
+    GQA included; a fully masked row is 0 in both, never NaN."""
+    for seed in SEEDS:
+        case = FD.make_case(FD.SMALL_MASKED, seed)
+        inputs = FD.make_inputs(case)
+        bufs = FD.run_pipeline(case, inputs)
+        step = next(s for s in FD.MASKED_BLOCK if s.name == "attn_softmax")
+        ins = [bufs[n] for n in step.ins]
+        theirs = _n(_torch_op(step, FD.step_params(case, step), ins))
+        n, mag = _op_magnitude(step, ins, theirs)
+        agree(f"fused_decode:masked_softmax:seed {seed}", bufs["probs"], theirs, n=n, mag=mag)
+        heads, d = int(case.params["n_heads"]), int(case.params["head_dim"])
+        mask = _t(inputs["attn_mask"])
+        q = _t(bufs["q_r"]).reshape(1, heads, 1, d)
+        k, v = (_t(bufs[n]).unsqueeze(0) for n in ("k_all", "v_all"))
+        sdpa = TF.scaled_dot_product_attention(q, k, v, attn_mask=mask.reshape(1, heads, 1, -1),
+                                               scale=float(case.params["attn_scale"]), enable_gqa=True)
+        theirs = _n(sdpa.reshape(heads, d))
+        agree(f"fused_decode:masked attention (sdpa):seed {seed}", bufs["attn"], theirs, n=k.shape[2] + d,
+              mag=np.abs(np.asarray(bufs["v_all"])).max())
+        empty = np.isneginf(np.asarray(inputs["attn_mask"], np.float64)).all(axis=1)
+        partial = np.isneginf(np.asarray(inputs["attn_mask"], np.float64)).any(axis=1) & ~empty
+        assert empty.any() and partial.any()
+        assert (theirs[empty] == 0).all() and (bufs["attn"][empty] == 0).all()
+    # the comparison catches a mask applied after the softmax, and the NaN of a plain softmax
+    s_, m_ = (np.asarray(bufs["s"]), np.asarray(inputs["attn_mask"], np.float64))
+    after = L.softmax({}, s_) * (m_ == 0)
+    with np.errstate(invalid="ignore"):
+        plain = L.softmax({}, s_ + m_)
+    theirs = _n(torch.ops.aten._safe_softmax(_t(s_) + _t(m_), -1))
+    for wrong in (after, plain):
+        with pytest.raises(AssertionError):
+            agree("check:masked_softmax", wrong, theirs, n=s_.shape[1], mag=1.0)
+    WORST.pop(("check", "masked_softmax"), None)
     _report("fused_decode")
 
 

@@ -115,6 +115,9 @@ class NpuBackend(Backend):
             from accel_regress.families.gemm_partition_n.golden import format_excludes
             why = format_excludes(case)
             return NotApplicable(why) if why else None
+        why = fused.mask_excludes(case)
+        if why:
+            return NotApplicable(why)
         return super().supports_inputs(case)
 
     def supports(self, case: Case) -> Optional[str]:

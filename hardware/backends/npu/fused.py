@@ -152,7 +152,7 @@ HOST_OPS = ("kv_append",)
 
 def plan(case: Case) -> list[Segment]:
     segments = [Segment()]
-    for step in F.DECODE_BLOCK:
+    for step in F.block(case):
         if step.op in HOST_OPS:
             segments[-1].host.append(step)
             continue
@@ -208,6 +208,22 @@ def describe() -> str:
 def _operator(name: str):
     ops = importlib.import_module("iron.operators")
     return getattr(ops, name)
+
+
+# IRON's Softmax takes no mask buffer (amd/IRON@91b6eec8 iron/operators/softmax/op.py
+# get_arg_spec: one "in", one "out"); its only masking is one valid length per dispatch, the same
+# for every row: each core masks [vector_size, tile) of every row it processes with mask_bf16
+# before softmax_bf16, vector_size being a single runtime parameter (amd/IRON@2073dc48
+# iron/operators/softmax/design.py:76-84, core_body; mask_bf16 fills the tail with -inf). Rows
+# with different valid lengths, leading (left) padding and a row with no valid position cannot be
+# expressed, and this adapter builds Softmax(rows, cols) without a mask length.
+MASK_REASON = ("IRON's Softmax has no mask input: it masks one trailing length per dispatch, the same for every "
+               "row (amd/IRON@2073dc48 iron/operators/softmax/design.py:76-84, mask_bf16), so per-row padding "
+               "and a fully masked row cannot be run; the masked block runs on emu, iree-cpu and qemu-rvv")
+
+
+def mask_excludes(case: Case) -> Optional[str]:
+    return MASK_REASON if case.op == F.OP and F.masked(case) else None
 
 
 def supports(case: Case) -> Optional[str]:

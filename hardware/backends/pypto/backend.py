@@ -35,7 +35,9 @@ Configuration (environment):
   PYPTO_PROG_BUILD_DIR  where pypto writes each program's build (pypto python/pypto/ir/compile.py:
                     319-322); when set, builds stay there for ``lint-pto`` / ``--pto-cpp``,
                     otherwise they go into the case's scratch folder, removed after a clean run
-                    (kept, and named in the record, when the case raised a verdict)
+                    (kept, and named in the record, when the case raised a verdict); a case
+                    that raised a verdict also carries ``pto_lint``: seed 002's lint over the
+                    .pto IR and C++ its build left (lint_build), when it finds anything
 """
 from __future__ import annotations
 
@@ -253,12 +255,16 @@ class PyptoBackend(Backend):
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         cfg = tiles.config_of(case)
         work = Path(tempfile.mkdtemp(prefix=f"accel-{self.platform}-"))
+        started = time.time()
         try:
             out = self._run_in(work, case, cfg, inputs)
         except Exception as exc:
             # The build (ptoas C++, kernel_config.py) is what one lints or replays after a failure.
             if isinstance(exc, (CompileError, Crash, Hang)):
                 exc.detail["work_dir"] = str(work)
+                found = lint_build(Path(exc.detail.get("build_dir") or work / "build_output"), started)
+                if found:
+                    exc.detail["pto_lint"] = found
             else:
                 shutil.rmtree(work, ignore_errors=True)
             raise
@@ -329,6 +335,25 @@ class PyptoBackend(Backend):
             raise Crash(f"{self.platform}: {out_file} has shape {got.shape}, expected {(cfg.rows, cfg.cols)}",
                         detail=detail)
         return {"out": np.asarray(got, np.float32)}
+
+
+def lint_build(build_dir: Path, since: float) -> list[str]:
+    """Seed 002's lint (lint.py, lint_ir.py) over what a case's build left: pypto writes
+    ``<build>/<program>_<timestamp>/ptoas/<unit>.pto`` (the IR, pypto
+    python/pypto/backend/pto_backend.py:1210-1215 @e2d0f78a) and ``kernels/<core>/*.cpp``. Only
+    program folders written since ``since``: PYPTO_PROG_BUILD_DIR collects every case's. Findings
+    as text; input the lint cannot read is one line saying so, never an exception."""
+    from accel_regress.backends.pypto import lint
+    if not build_dir.is_dir():
+        return []
+    fresh = [d for d in sorted(build_dir.iterdir()) if d.is_dir() and d.stat().st_mtime >= since - 1]
+    if not fresh:
+        return []
+    try:
+        findings, _ = lint.lint_paths(fresh)
+    except lint.LintInputError as exc:
+        return [f"lint-pto could not read the build: {exc}"]
+    return [f.describe() for f in findings]
 
 
 class A2a3Backend(PyptoBackend):

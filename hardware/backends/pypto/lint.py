@@ -24,7 +24,9 @@ type says; the elided arguments of a bug report's excerpt (``Tile<..., 512, ...>
 dynamic. The text is read as C++ statements, not lines: clang-format splits ptoas's long
 declarations over several lines.
 
-``python -m accel_regress lint-pto DIR|FILE ...``: exit 0 clean, 1 findings, 2 bad input.
+``python -m accel_regress lint-pto DIR|FILE ...``: exit 0 clean, 1 findings, 2 bad input. A
+``.pto`` file (PTO IR, the input ptoas compiles) goes to lint_ir.py, the same rule one step
+earlier; the rest is read as C++.
 """
 from __future__ import annotations
 
@@ -277,10 +279,12 @@ class LintInputError(Exception):
 
 
 def _files(paths: Iterable) -> list[Path]:
+    from accel_regress.backends.pypto import lint_ir
+    wanted = SUFFIXES + lint_ir.SUFFIXES
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix in SUFFIXES))
+            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix in wanted))
         elif p.is_file():
             out.append(p)
         else:
@@ -289,6 +293,8 @@ def _files(paths: Iterable) -> list[Path]:
 
 
 def lint_paths(paths: Iterable, extra_ops: Iterable[str] = ()) -> tuple[list[Finding], list[Path]]:
+    """C++ and PTO IR (``.pto``, by suffix) under ``paths``; bad input raises LintInputError."""
+    from accel_regress.backends.pypto import lint_ir
     files = _files(paths)
     findings: list[Finding] = []
     for f in files:
@@ -298,17 +304,26 @@ def lint_paths(paths: Iterable, extra_ops: Iterable[str] = ()) -> tuple[list[Fin
             raise LintInputError(f"{f}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         except OSError as exc:
             raise LintInputError(f"{f}: cannot read: {exc.strerror}") from None
-        findings.extend(lint_text(text, str(f), extra_ops))
+        if f.suffix in lint_ir.SUFFIXES:
+            try:
+                findings.extend(lint_ir.lint_text(text, str(f), extra_ops))
+            except lint_ir.IRParseError as exc:
+                raise LintInputError(f"{f}:{exc.line}: malformed PTO IR: {exc.message}") from None
+        else:
+            findings.extend(lint_text(text, str(f), extra_ops))
     return findings, files
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m accel_regress lint-pto",
-                                 description="Flag op-output tiles declared bare and then written by an op "
+                                 description="Flag op-output tiles declared bare (C++) or given their dynamic "
+                                             "valid shape only after the op (PTO IR) and written by an op "
                                              "that reads the destination's valid shape (seed 002).")
-    ap.add_argument("paths", nargs="+", metavar="DIR|FILE", help="ptoas-emitted C++ (a build folder or files)")
+    ap.add_argument("paths", nargs="+", metavar="DIR|FILE",
+                    help="ptoas-emitted C++ and/or the .pto IR it was compiled from (a build folder or files)")
     ap.add_argument("--op", action="append", default=[], metavar="NAME",
-                    help="another op that reads its destination's valid shape (repeatable)")
+                    help="another op that reads its destination's valid shape (repeatable; TMUL in C++ is "
+                         "pto.tmul in the IR)")
     ap.add_argument("--json", action="store_true", help="print findings as JSON")
     args = ap.parse_args(argv)
     try:
@@ -317,7 +332,8 @@ def main(argv=None) -> int:
         print(f"lint-pto: {exc}", file=sys.stderr)
         return 2
     if not files:
-        print(f"lint-pto: no C++ files ({', '.join(SUFFIXES)}) under {', '.join(args.paths)}", file=sys.stderr)
+        print(f"lint-pto: no C++ files ({', '.join(SUFFIXES)}) or PTO IR files (.pto) under "
+              f"{', '.join(args.paths)}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"files": [str(f) for f in files], "findings": [asdict(f) for f in findings]}, indent=2))

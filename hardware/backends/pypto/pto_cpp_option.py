@@ -1,4 +1,5 @@
-"""pytest option ``--pto-cpp DIR``: ptoas-emitted C++ for the codegen lint test, and its fixture.
+"""pytest option ``--pto-cpp DIR``: ptoas-emitted C++ and/or the .pto IR it came from, for the
+codegen lint test, and its fixture.
 
 Registered through ``pytest_plugins`` in hardware/plugin.py. Without the option the lint test
 is a SKIP that says how to give it a build folder.
@@ -13,7 +14,8 @@ import pytest
 def pytest_addoption(parser):
     parser.getgroup("accel-regress").addoption(
         "--pto-cpp", default=None, metavar="DIR|FILE",
-        help="ptoas-emitted C++ (a pypto build_output folder or .cpp files) to run the codegen lint over")
+        help="ptoas-emitted C++ and .pto IR (a pypto build_output folder, .cpp or .pto files) to run the "
+             "codegen lint over")
 
 
 @pytest.fixture(scope="session")
