@@ -165,7 +165,7 @@ class Reductions(Family):
 
     def expected(self, case, inputs, legacy=False):
         ref = R.reference(case, inputs)
-        tol = R.tolerance(case, inputs, ref)
+        tol = R.tolerances(case, inputs, ref)
         return {n: (ref[n], tol[n]) for n in ref}
 
     faults = {

@@ -6,21 +6,18 @@ hunt needs: the Pearson correlation, the worst elements, and where the out-of-to
 lie (rows and column ranges), so a wrong partition or a garbage tile row is named, not counted.
 
 With an error model (accel_regress.golden.tolerance.ErrorModel as ``tol``) a second check looks at all elements
-together: the mean signed error (bias), the mean of sign(expected) * error (magnitude bias) and
-the rms error (spread) must agree with the model. These catch what no single element shows: a
-wrong rounding mode, an accumulator that is too narrow, a gain error.
+together (golden/statistics.py): bias, magnitude bias and spread must agree with the model.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-import math
-
 import numpy as np
 
-from accel_regress.golden.dtypes import FORMATS
-from accel_regress.golden.tolerance import MEAN_RESOLUTION, ErrorModel, bernstein
+from accel_regress.golden import statistics
+from accel_regress.golden.statistics import dot32, sum32
+from accel_regress.golden.tolerance import ErrorModel
 
 _CHUNK_ELEMENTS = 1 << 18        # a chunk's temporaries stay in cache
 _MAX_REGIONS = 8
@@ -48,12 +45,12 @@ class Census:
     regions_truncated: bool = False
     spread: Optional[dict] = None                 # {rows: [[a, b]..], cols: [[c, d]..]} when scattered
     shape_error: Optional[str] = None
-    stats: Optional[dict] = None                  # {unit, n, bias, magnitude_bias, spread}: see _stats
+    stats: Optional[dict] = None                  # {unit, n, bias, magnitude_bias, spread}: statistics.judge
     stats_note: Optional[str] = None              # why there is no statistical check
 
     @property
     def stats_ok(self) -> bool:
-        return not self.stats or all(self.stats[k]["ok"] for k in _STATS)
+        return statistics.all_ok(self.stats)
 
     @property
     def ok(self) -> bool:
@@ -136,42 +133,7 @@ class Census:
         return "\n".join(lines)
 
     def stats_lines(self) -> list:
-        if not self.stats:
-            return [f"Statistics: not checked ({self.stats_note})"] if self.stats_note else []
-        st, unit = self.stats, self.stats["unit"]
-        out = [f"Statistics over {st['n']} elements, in units of {_UNIT_WORDS.get(unit, unit)}:"]
-        for key in ("bias", "magnitude_bias"):
-            b = st[key]
-            line = f"  {_STAT_WORDS[key]}: {b['value']:+.4g} {unit} (model: 0, allowed +-{b['allowed']:.3g})"
-            if not b["ok"]:
-                line += (f": FAILED, {abs(b['value']) / max(b['allowed'], 1e-300):.3g}x the allowance; "
-                         + _MEANING[key][b["value"] > 0])
-            out.append(line)
-        sp = st["spread"]
-        line = (f"  {_STAT_WORDS['spread']}: {sp['value']:.4g} {unit} (model: at most {sp['predicted']:.3g}, "
-                f"allowed {sp['allowed']:.3g})")
-        if not sp["ok"]:
-            line += f": FAILED, {sp['value'] / max(sp['allowed'], 1e-300):.3g}x the allowance; " + _MEANING["spread"]
-        out.append(line)
-        return out
-
-
-_STATS = ("bias", "magnitude_bias", "spread")
-_UNIT_WORDS = {"ulp": "the output's ulp at the expected value",
-               "sigma": "the model's standard deviation (sigma) of each element's error"}
-_STAT_WORDS = {"bias": "bias (mean signed error)",
-               "magnitude_bias": "magnitude bias (mean of sign(expected) * error)",
-               "spread": "spread (rms error)"}
-_MEANING = {
-    "bias": ("errors lean negative: rounding toward -inf (floor) instead of to nearest, or an offset subtracted",
-             "errors lean positive: rounding toward +inf instead of to nearest, or an offset added"),
-    "magnitude_bias": ("|got| is too small on average: rounding toward zero (truncation) instead of to "
-                       "nearest, or a gain below 1",
-                       "|got| is too large on average: rounding away from zero, ties rounded away instead of "
-                       "to even, or a gain above 1"),
-    "spread": "errors wider than the model's roundings: an accumulator narrower than the model's (bf16 "
-              "instead of f32), a lost guard bit or double rounding, or noise on the data path",
-}
+        return statistics.describe(self.stats, self.stats_note)
 
 
 class Mismatch(AssertionError):
@@ -264,32 +226,6 @@ def _real(tol) -> np.ndarray:
     return t if t.dtype in (np.float32, np.float64) else t.astype(np.float64)
 
 
-_BLOCK = 64     # float32 partial sums run over at most this many elements, then float64
-
-
-def _sum32(x: np.ndarray) -> float:
-    """Sum of a C-contiguous float32 buffer: float32 partial sums of _BLOCK elements each (one
-    vectorized reduction over the first axis of a (_BLOCK, n / _BLOCK) view, a quarter of
-    numpy's float64 reduction's cost), added in float64. A float32 sum of 64 terms errs by at
-    most 63 roundings: gamma_63 = 3.8e-6 of the sum of |terms| (Higham, Accuracy and Stability
-    of Numerical Algorithms, sec. 4.2), typically 64 times less. No BLAS: its threads spin the
-    other core on large products."""
-    flat = x.reshape(-1)
-    m = flat.size // _BLOCK * _BLOCK
-    head = float(np.add.reduce(np.add.reduce(flat[:m].reshape(_BLOCK, -1), axis=0), dtype=np.float64)) if m else 0.0
-    return head if m == flat.size else head + float(np.add.reduce(flat[m:], dtype=np.float64))
-
-
-def _dot32(x: np.ndarray, y: np.ndarray) -> float:
-    """sum(x * y) of two C-contiguous float32 buffers, as _sum32 sums (einsum's fused loop: the
-    products are rounded to float32 first, as a multiply would round them)."""
-    fx, fy = x.reshape(-1), y.reshape(-1)
-    m = fx.size // _BLOCK * _BLOCK
-    head = float(np.add.reduce(np.einsum("ij,ij->j", fx[:m].reshape(_BLOCK, -1), fy[:m].reshape(_BLOCK, -1)),
-                               dtype=np.float64)) if m else 0.0
-    return head if m == fx.size else head + float(np.add.reduce(fx[m:].astype(np.float64) * fy[m:]))
-
-
 class _Clean:
     """The census of a chunk that is all finite and within tolerance, in float32 where that is exact.
 
@@ -298,15 +234,15 @@ class _Clean:
     tolerance (a NaN allowance fails it, as the float64 path fails it) and ``g - e != 0`` counts
     the elements that differ (gradual underflow: x - y == 0 only if x == y), both exactly. The
     mean absolute difference sums float32 differences (off by one rounding, 6e-8 relative) in
-    blocks (_sum32); the greatest absolute and relative differences are ranked in float32 (an
+    blocks (statistics.sum32); the greatest absolute and relative differences are ranked in float32 (an
     index within one rounding of the largest may be named) and their values recomputed in float64.
 
     The Pearson sums are taken about the mean of the reference so far (y = e - c, see _moments),
     so a mean far larger than the spread costs no accuracy: each sum is within gamma_63 of its
-    sum of |terms| (_sum32), and the chunks are merged in float64 (_Moments). A constant chunk's
+    sum of |terms| (statistics.sum32), and the chunks are merged in float64 (_Moments). A constant chunk's
     sums are exact (y and d take one value each, of few bits).
 
-    With an error model the statistics' sums are taken here too (_rounding, _accumulation). A
+    With an error model the statistics' sums are taken here too (statistics.Float32Sums). A
     chunk that fails any condition takes the float64 path. Buffers are reused, so a chunk's
     temporaries stay in cache."""
 
@@ -314,13 +250,7 @@ class _Clean:
         buf = lambda: np.empty((step, cols), np.float32)     # noqa: E731
         self.d, self.ad, self.ae, self.r, self.y = buf(), buf(), buf(), buf(), buf()
         self.b = np.empty((step, cols), bool)
-        self.stats = None
-        if model is not None and model.lib is None and not model.rows_correlated:
-            self.stats = {"rounding": self._rounding, "accumulation": self._accumulation}.get(model.kind)
-            self.model = model
-            if self.stats is not None:
-                self.w, self.sg, self.z = buf(), buf(), buf()
-                self.zero = np.zeros((step, cols), np.float32)     # np.maximum with a scalar is 4x slower
+        self.stats = statistics.Float32Sums.for_model(step, cols, model, scratch=self.y)
 
     @staticmethod
     def applies(g2, e2, tol2, atol, rtol) -> bool:
@@ -341,7 +271,7 @@ class _Clean:
         i = int(np.argmax(ad))
         np.not_equal(d, 0, out=b)
         differ = int(np.count_nonzero(b))
-        total = _sum32(ad)
+        total = sum32(ad)
         np.abs(e, out=ae)
         np.divide(ad, ae, out=r)
         j = int(np.argmax(r))
@@ -369,8 +299,8 @@ class _Clean:
         if not np.isfinite(c):
             return None
         np.subtract(e, c, out=y)
-        sy, sd = _sum32(y), _sum32(d)
-        syy, syd, sdd = _dot32(y, y), _dot32(y, d), _dot32(d, d)
+        sy, sd = sum32(y), sum32(d)
+        syy, syd, sdd = dot32(y, y), dot32(y, d), dot32(d, d)
         # x = g - c = y + d
         sx = sy + sd
         vy = syy - sy * sy / n
@@ -379,87 +309,6 @@ class _Clean:
         if not np.isfinite(vx + vy + cxy):
             return None
         return (n, float(c) + sx / n, float(c) + sy / n, vx, vy, cxy)
-
-    # The statistics (see _stat_chunk, the float64 path, for what each sum is) in float32: each
-    # per-element quantity (z, sigma / w, tol / w) is within 4 roundings (2.4e-7 relative): the
-    # units are exact powers of 2 times float32 values, and an allowance of at least 2**-100 keeps
-    # every intermediate that may underflow below 2**-47 of the unit. Each sum errs by at most
-    # gamma_63 = 3.8e-6 of its sum of |terms| (_sum32). Against the thresholds of golden/tolerance.py:
-    # the bias sums move by at most 4e-6 sum|z| <= 4e-6 sqrt(n W), the threshold is at least
-    # sqrt(2 L V) = 6.2 sqrt(V), and W ~ V for a correct device: 6.5e-7 sqrt(n) of the threshold.
-    # The spread's W and E move by 4e-6 of themselves, its margin t / E is at least
-    # sqrt(2 L sum B_i E_i) / E >= 6 / sqrt(n) (B_i >~ E_i, Cauchy-Schwarz): again 6.5e-7 sqrt(n)
-    # of it. That is 0.5% at n = 6.6e7 (2048 x 32064) if every rounding had one sign; they do
-    # not, and the difference measured against the float64 path is below 1e-6 of each threshold
-    # (tests/selftest/test_census_fast.py).
-
-    def _rounding(self, d, e, zeros, ae, tol):
-        """In units scaled by powers of 2 (exact): with X = 2**floor(log2|e|) (the exponent bits;
-        clamped at 2**emin where that matters), w = max(ulp, tol / 4) = 2**(1-p) W with
-        W = max(X, tol 2**(p-3)), and sigma 2**p = S = X + rest 2**p / sqrt(k); so z = 2**(p-1) d / W,
-        sd = S / (2 W), tol / w = 2**(p-1) tol / W."""
-        m = self.model
-        p, emin, u = FORMATS[m.dtype]
-        tmin = tol.min()
-        if not tmin >= _TINY:
-            return None
-        k = d.shape[0]
-        W, S, z, t = self.w[:k], self.sg[:k], self.z[:k], self.y[:k]
-        np.bitwise_and(e.view(np.int32), np.int32(0x7F800000), out=S.view(np.int32))
-        if tmin * 2.0 ** (p - 3) < 2.0 ** (emin + 30):      # else the clamp moves S / W by < 2**-30
-            np.maximum(S, np.float32(2.0 ** emin), out=S)
-        np.multiply(tol, np.float32(2.0 ** (p - 3)), out=W)
-        np.maximum(W, S, out=W)
-        np.multiply(ae, np.float32(u), out=t)
-        np.subtract(tol, t, out=t)
-        np.maximum(t, self.zero[:k], out=t)
-        np.multiply(t, np.float32(2.0 ** p / ((1.0 + u) * math.sqrt(m.k))), out=t)
-        np.add(S, t, out=S)
-        np.divide(S, W, out=S)                                 # 2 sd
-        np.divide(d, W, out=z)                                 # 2**(1-p) z
-        np.divide(tol, W, out=t)                               # 2**(1-p) tol / w
-        zs = self._signed_sum(z, e, zeros, W)
-        sd1, sd2 = _sum32(S) / 2, _dot32(S, S) / 4
-        np.multiply(S, np.float32(MEAN_RESOLUTION * 2.0 ** -p), out=W)
-        np.add(W, t, out=W)
-        M = 2.0 ** (p - 1) * float(W.max())                    # (tol + mu) / w
-        np.multiply(t, S, out=W)
-        BE = (1.0 + MEAN_RESOLUTION ** 2) * 2.0 ** (2 * p - 4) * _dot32(W, W)
-        zscale = 2.0 ** (p - 1)
-        acc = np.array([d.size, zscale * _sum32(z), zscale * zs, MEAN_RESOLUTION * sd1, sd2, M,
-                        zscale * zscale * _dot32(z, z), (1.0 + MEAN_RESOLUTION ** 2) * sd2, BE,
-                        (zscale * float(t.max())) ** 2])
-        return acc if np.isfinite(acc).all() else None
-
-    @staticmethod
-    def _signed_sum(z, e, zeros, buf) -> float:
-        """sum(z * sign(e)): e's sign bit put on z (an xor), or, where e has a zero, np.sign."""
-        if not zeros:
-            np.bitwise_and(e.view(np.int32), np.int32(-2 ** 31), out=buf.view(np.int32))
-            np.bitwise_xor(buf.view(np.int32), z.view(np.int32), out=buf.view(np.int32))
-        else:
-            np.multiply(z, np.sign(e, out=buf), out=buf)
-        return _sum32(buf)
-
-    def _accumulation(self, d, e, zeros, ae, tol):
-        """w = sigma = tol / sqrt(k): z = sqrt(k) d / tol, sd = 1, mu / w = MEAN_RESOLUTION,
-        (tol + mu) / w = sqrt(k) + MEAN_RESOLUTION, B = k."""
-        m = self.model
-        if not (tol.min() >= _TINY and np.isfinite(tol.max())):
-            return None
-        k = d.shape[0]
-        z = self.z[:k]
-        np.divide(d, tol, out=z)
-        n, root = d.size, math.sqrt(m.k)
-        acc = np.empty(len(_SUMS))
-        acc[:] = (n, root * _sum32(z), root * self._signed_sum(z, e, zeros, self.w[:k]),
-                  MEAN_RESOLUTION * n, n, root + MEAN_RESOLUTION, m.k * _dot32(z, z),
-                  (1.0 + MEAN_RESOLUTION ** 2) * n, (1.0 + MEAN_RESOLUTION ** 2) * n * m.k, m.k)
-        return acc if np.isfinite(acc).all() else None
-
-
-_TINY = np.float32(2.0 ** -100)
-
 
 class _Moments:
     """Count, means and centred sums of squares and products of (got, expected) over the finite
@@ -506,7 +355,7 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=Non
     bad_cols = np.zeros(cols, bool)
     best_abs = (-1.0, None, 0.0)
     best_rel = (-1.0, None)
-    stat_sums = np.zeros(len(_SUMS))
+    stat_sums = np.zeros(len(statistics.SUMS))
     clean = _Clean(step, cols, model) if not zero_sign and _Clean.applies(g2, e2, tol2, atol, rtol) else None
     for r0 in range(0, rows, step):
         gc, ec = g2[r0:r0 + step], e2[r0:r0 + step]
@@ -526,15 +375,15 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=Non
                 best_rel = (rel, r0 * cols + j)
             if model is not None:
                 if chunk_stats is None:
-                    _stat_chunk(stat_sums, model, gc.astype(np.float64), ec.astype(np.float64), tc,
+                    statistics.chunk_sums(stat_sums, model, gc.astype(np.float64), ec.astype(np.float64), tc,
                                 None if lib2 is None else lib2[r0:r0 + step])
                 else:
-                    _merge_stats(stat_sums, chunk_stats)
+                    statistics.merge_sums(stat_sums, chunk_stats)
             continue
         g = gc.astype(np.float64)
         e = ec.astype(np.float64)
         if model is not None:
-            _stat_chunk(stat_sums, model, g, e, tc, None if lib2 is None else lib2[r0:r0 + step])
+            statistics.chunk_sums(stat_sums, model, g, e, tc, None if lib2 is None else lib2[r0:r0 + step])
         diff, allowed = diff_and_allowed(g, e, atol, rtol, tc, zero_sign)
         c.differ += int(np.count_nonzero(diff))
         bad = diff > allowed
@@ -570,7 +419,8 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=Non
     c.worst = [{"index": list(_unravel(w[1], shape)), "got": w[2], "expected": w[3],
                 "abs": w[4], "allowed": w[5]} for w in worst_pool[:5]]
     if model is not None:
-        _stats(c, model, stat_sums)
+        c.stats, note = statistics.judge(model, stat_sums)
+        c.stats_note = note or c.stats_note
     c.regions, c.regions_truncated = _regions(bad_rows)
     if c.regions_truncated:
         row_mask = np.zeros(rows, bool)
@@ -580,59 +430,6 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=Non
                     "cols": [list(r) for r in col_runs[:_MAX_REGIONS]]}
         c.regions = []
     return c
-
-
-_SUMS = ("n", "z", "zs", "mu", "var", "M", "W", "E", "VB", "B")
-
-
-def _stat_chunk(acc: np.ndarray, model: ErrorModel, g, e, tol, lib) -> None:
-    """Add a chunk of rows to the sums the statistics need (names in _SUMS; see _stats)."""
-    tol = np.asarray(tol, np.float64)
-    err = g - e
-    w, sigma, mu = model.moments(tol, e, lib)
-    use = np.isfinite(err) & np.isfinite(e) & (w > 0) & (sigma > 0)
-    w = np.where(use, w, 1.0)
-    z = np.where(use, err / w, 0.0)
-    zs = np.where(use, z * np.sign(e), 0.0)          # sign(NaN) is NaN: a NaN reference adds nothing
-    mu_w = np.where(use, mu / w, 0.0)
-    sd = np.where(use, sigma / w, 0.0)
-    M = np.where(use, (tol + mu) / w, 0.0)
-    E = sd * sd + mu_w * mu_w
-    B = np.where(use, (tol / w) ** 2, 0.0)
-    W = z * z
-    if model.rows_correlated:      # a row is one term: its elements may share an error
-        z, zs, mu_w, sd, M, E, B, W = (x.sum(axis=1) for x in (z, zs, mu_w, sd, M, E, B, W))
-    acc[0] += use.sum()
-    acc[1:4] += (z.sum(), zs.sum(), mu_w.sum())
-    acc[4] += (sd * sd).sum()
-    acc[5] = max(acc[5], float(M.max(initial=0.0)))
-    acc[6:9] += (W.sum(), E.sum(), (B * E).sum())
-    acc[9] = max(acc[9], float(B.max(initial=0.0)))
-
-
-def _merge_stats(acc: np.ndarray, chunk: np.ndarray) -> None:
-    acc[[0, 1, 2, 3, 4, 6, 7, 8]] += chunk[[0, 1, 2, 3, 4, 6, 7, 8]]
-    acc[5], acc[9] = max(acc[5], chunk[5]), max(acc[9], chunk[9])
-
-
-def _stats(c: Census, model: ErrorModel, acc: np.ndarray) -> None:
-    """Bias, magnitude bias and spread against the thresholds of golden/tolerance.py."""
-    n, z, zs, mu, var, M, W, E, VB, B = acc
-    if n == 0:
-        c.stats_note = "no element carries a rounding error (every expected value is exact)"
-        return
-    t_bias = bernstein(var, M)
-    allowed = (mu + t_bias) / n
-    t_spread = bernstein(VB, B, two_sided=False)
-    c.stats = {
-        "unit": model.unit_name, "n": int(n),
-        "bias": {"value": z / n, "allowed": allowed, "ok": bool(abs(z) <= mu + t_bias)},
-        "magnitude_bias": {"value": zs / n, "allowed": allowed, "ok": bool(abs(zs) <= mu + t_bias)},
-        "spread": {"value": float(np.sqrt(W / n)), "predicted": float(np.sqrt(E / n)),
-                   "allowed": float(np.sqrt((E + t_spread) / n)), "ok": bool(W <= E + t_spread)},
-    }
-    for k in _STATS:
-        c.stats[k] = {f: (float(v) if f != "ok" else v) for f, v in c.stats[k].items()}
 
 
 def assert_close(got, expected, origin=(0, 0), **kw) -> Census:

@@ -19,18 +19,12 @@ test passed or failed only as known, 1 when any failed, hung or crashed otherwis
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from accel_regress.families.f32_reduction import golden as R  # noqa: E402
-from accel_regress.golden.compare import census  # noqa: E402
-from accel_regress.core import registry, runner  # noqa: E402
-from accel_regress.core.runner import run_case  # noqa: E402
-from accel_regress.results import known  # noqa: E402
-from accel_regress.core.isolation.bounds import seconds  # noqa: E402
+from accel_regress.families.f32_reduction import golden as R
+from accel_regress.golden.compare import census
+from accel_regress.core.runner import run_case
+from accel_regress.results import repro
 
 # The seed's micro-tests (mt_*) and the kind and shape each one is here.
 MICROTESTS = [
@@ -65,14 +59,15 @@ def _cycles(hw: str, rep: dict) -> str:
     return f"{cyc} {'ticks' if hw == 'qemu-rvv' else 'cyc'}" if cyc else ""
 
 
-def run_one(hw: str, name: str, kind: str, variant: str, vlen: int, fault, seed: int) -> dict:
-    case = R.make_case(kind, R.SEED_SHAPES[kind], variant, vlen, seed)
+def run_one(session: repro.Repro, name: str, kind: str, variant: str, vlen: int) -> dict:
+    hw, fault = session.hw, session.fault
+    case = R.make_case(kind, R.SEED_SHAPES[kind], variant, vlen, session.args.golden_seed)
     inputs = R.make_inputs(case)
     run = run_case(hw, case, inputs, fault=fault)
     row = {"test": name, "variant": variant, "verdict": run.verdict, "time": f"{run.duration_s:.2f} s", "note": ""}
     if run.verdict is None:
         ref = R.reference(case, inputs)
-        tol = R.tolerance(case, inputs, ref)
+        tol = R.tolerances(case, inputs, ref)
         bad = [c for c in (census(run.outputs[n], ref[n], tol=tol[n], name=n) for n in ref) if not c.ok]
         row["verdict"] = "FAIL" if bad else "PASS"
         row["note"] = "; ".join(f"{c.name}: {c.over_tolerance}/{c.elements} over tolerance ({c.where()})"
@@ -81,11 +76,10 @@ def run_one(hw: str, name: str, kind: str, variant: str, vlen: int, fault, seed:
         row["note"] = run.skip
     else:
         row["note"] = run.error.message.splitlines()[0][:160]
-    entry = known.entry_for(hw, f"tests/test_f32_reductions.py::test_f32_reduction[{R.test_id(case)}]", run.versions)
-    judged = known.judged(row["verdict"], entry)
-    if judged != row["verdict"]:
-        row["verdict"] = judged
-        row["note"] = f"known {entry.verdict} ({entry.file or 'expectations'}): {entry.reason[:100]}; " + row["note"]
+    judged, why = session.judge(row["verdict"], [f"tests/test_f32_reductions.py::test_f32_reduction[{R.test_id(case)}]"],
+                                run.versions, reason_chars=100)
+    if why:
+        row["verdict"], row["note"] = judged, f"{why}; " + row["note"]
     rep = _report(run)
     cyc = _cycles(hw, rep)
     if cyc:
@@ -97,48 +91,36 @@ def run_one(hw: str, name: str, kind: str, variant: str, vlen: int, fault, seed:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hw", default="emu", help="backend: emu, qemu-rvv, firesim, iree-cpu (default emu)")
-    ap.add_argument("--fault", default=None, help="built-in fault (saturn-f32-reduction-hang) or FILE.py:NAME")
+    ap = repro.parser(__doc__, default_hw="emu", fault_help="built-in fault (saturn-f32-reduction-hang) or FILE.py:NAME")
     ap.add_argument("--variants", default="v,novec", help="RISC-V flag variants, comma separated (default v,novec)")
     ap.add_argument("--vlen", type=int, default=256)
-    ap.add_argument("--golden-seed", type=int, default=0)
-    ap.add_argument("--case-timeout", type=seconds, default=None, metavar="SECONDS",
-                    help="bound for one run (default: the backend's own, per case)")
     args = ap.parse_args(argv)
-    if args.hw not in registry.KNOWN:
-        print(f"unknown backend {args.hw!r}; known: {', '.join(registry.KNOWN)}", file=sys.stderr)
-        return 2
-    reason = registry.availability(args.hw)
-    if reason:
-        print(f"{args.hw} is not available here: {reason}")
-        return 2
-    if runner.standalone("f32_reduction_hang.py", args.fault, args.hw, args.case_timeout) is not None:   # isolated, as in pytest
-        return 2
+    session = repro.Repro("f32_reduction_hang.py", args)
+    failed = session.open()
+    if failed is not None:
+        return failed
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.hw == "iree-cpu":
         variants = variants[:1]
-    print(f"seed 004 micro-test sweep on {args.hw}" + (f" with fault {args.fault}" if args.fault else "")
-          + f", VLEN {args.vlen}")
+    print(session.title("seed 004 micro-test sweep") + f", VLEN {args.vlen}")
     rows = []
     for name, kind in MICROTESTS:
         for variant in variants:
             vlen = max(args.vlen, 512) if variant == "v-zvl512b" else args.vlen
-            rows.append(run_one(args.hw, name, kind, variant if args.hw != "iree-cpu" else "v", vlen,
-                                args.fault, args.golden_seed))
+            rows.append(run_one(session, name, kind, variant if args.hw != "iree-cpu" else "v", vlen))
     widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in ("test", "variant", "verdict", "time")}
     head = "  ".join(k.ljust(widths[k]) for k in ("test", "variant", "verdict", "time")) + "  note"
     print(head)
     print("-" * len(head))
     for r in rows:
         print("  ".join(str(r[k]).ljust(widths[k]) for k in ("test", "variant", "verdict", "time")) + "  " + r["note"])
-    verdicts = [r["verdict"] for r in rows]
-    if all(v == "SKIP" for v in verdicts):
-        return 2
-    bad = [r for r in rows if r["verdict"] not in ("PASS", "SKIP", "XFAIL")]
+    code = repro.status(r["verdict"] for r in rows)
+    if code == repro.USAGE:
+        return code
+    bad = [r for r in rows if r["verdict"] not in ("PASS", "SKIP", "NOT_APPLICABLE", "XFAIL")]
     print(f"\n{len(rows) - len(bad)} of {len(rows)} passed, skipped or failed as known; "
           + (", ".join(f"{r['test']}/{r['variant']} {r['verdict']}" for r in bad) if bad else "nothing wrong"))
-    return 1 if bad else 0
+    return code
 
 
 if __name__ == "__main__":

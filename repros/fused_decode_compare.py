@@ -2,33 +2,39 @@
 """Seed 001, standalone: a fused Llama decode block step by step, in plain words.
 
     python repros/fused_decode_compare.py --hw emu|iree-cpu|qemu-rvv|npu [--fault NAME]
-        [--size small|llama] [--mode compare|reference] [--golden-seed N]
+        [--size small|small-odd|small-masked|llama] [--inputs normal|shifted|subnormal] [--mode compare|reference]
+        [--golden-seed N] [--expectations DIR | --ignore-expectations]
 
 compare (default): runs the block on the backend, then checks every step against its operator's
 reference re-seeded from the backend's own inputs to that step (seed 001's compare mode), prints
 the per-step max_abs / mean_abs / max_rel table and names the first divergent step; then checks
 the fused block's output end to end. reference: the whole runlist on the CPU with bf16 buffers
 between steps (seed 001's reference mode, no device), each step's drift from the float64 block.
-Exit 0 when nothing diverges, 1 when a step or the block is wrong (or the run hung or crashed),
-2 when nothing could run.
+
+Each check is the pytest case of tests/test_fused_decode.py that runs the same case
+(test_compare_mode[SIZE-BLOCK-CLASS]; test_end_to_end, which pytest runs with normal inputs only),
+judged by the family's own code (compare_steps, PipelineMismatch, end_to_end_expected) and the
+same expectations: its failure message is pytest's, a known bug is XFAIL with the entry's reason.
+Exit 0 when nothing diverges or only as known, 1 when a step or the block is wrong (or the run hung
+or crashed, or a known bug passed), 2 on bad usage or when nothing could run.
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from accel_regress.golden import assert_close
+from accel_regress.golden.compare import Mismatch
+from accel_regress.families.fused_decode import golden as F
+from accel_regress.core import verdicts
+from accel_regress.core.runner import run_case
+from accel_regress.results import repro
 
-from accel_regress.golden import census  # noqa: E402
-from accel_regress.families.fused_decode import golden as F  # noqa: E402
-from accel_regress.core import registry, runner  # noqa: E402
-from accel_regress.core.runner import run_case  # noqa: E402
-from accel_regress.core.isolation.bounds import seconds  # noqa: E402
-
-SIZES = {"small": F.SMALL, "llama": F.LLAMA_3_2_1B}
+# --size -> the block; the names are the first part of tests/test_fused_decode.py's case ids.
+SIZES = {"small": F.SMALL, "small-odd": F.SMALL_ODD, "small-masked": F.SMALL_MASKED, "llama-3.2-1b": F.LLAMA_3_2_1B}
+ALIASES = {"llama": "llama-3.2-1b"}
+TESTS = "tests/test_fused_decode.py"
 
 
 def reference_mode(case, inputs) -> int:
@@ -42,73 +48,82 @@ def reference_mode(case, inputs) -> int:
     return 0
 
 
-def _run(hw: str, case, inputs, fault):
-    """The run's outputs, or the words of its verdict (SKIP, HANG, CRASH, ...)."""
+def _verdict(run) -> tuple[str, str]:
+    """A run that did not return outputs: its verdict and words (SKIP, HANG, CRASH, ...)."""
+    return run.verdict, run.skip or run.error.message
+
+
+def compare_mode(session: repro.Repro, case, inputs, test_id: str) -> list[str]:
+    """Compare mode, then end to end; the judged verdict of each pytest case it stands for."""
+    hw, fault = session.hw, session.fault
     run = run_case(hw, case, inputs, fault=fault)
-    if run.verdict == "SKIP":
-        return None, f"SKIP: {run.skip}"
+    first = None
     if run.verdict is not None:
-        return None, f"{run.verdict}: {run.error.message}"
-    return run.outputs, ""
-
-
-def compare_mode(hw: str, case, inputs, fault) -> int:
-    outputs, why = _run(hw, case, inputs, fault)
-    if outputs is None:
-        print(f"step by step: {why}")
-        return 2 if why.startswith("SKIP") else 1
-    results = F.compare_steps(case, inputs, outputs)
-    print(F.step_table(results))
-    first = F.first_divergent(results)
-    print()
-    if first is None:
-        print("every step is right given its own inputs (compare mode passes)")
+        verdict, words = _verdict(run)
+        print(f"step by step: {verdict}: {words}")
     else:
-        c = first.census
-        print(f"first divergent step: {first.step.name} ({first.step.op} -> {first.step.out}): "
-              f"{c.over_tolerance} of {c.elements} elements over tolerance"
-              + (f", {c.where()}" if c.over_tolerance else f", {c.shape_error}"))
-    fused, why = _run(hw, F.as_program(case, "fused"), inputs, fault)
-    if fused is None:
-        print(f"end to end (the block as one fused program): {why}")
-        return 0 if first is None and why.startswith("SKIP") else 1
-    expected, tol = F.end_to_end_expected(case, inputs)
-    e2e = census(np.asarray(fused[F.FUSED_OUTPUT], np.float64), expected, tol=tol, name="fused block output")
-    print(f"end to end: {'right' if e2e.ok else 'WRONG'} (max |error| {e2e.max_abs:.3g}, "
-          f"{e2e.over_tolerance} of {e2e.elements} over the {tol.flat[0]:.3g} allowance)")
-    if first is None and not e2e.ok:
-        print("fusion bug: every step is right alone, the fused block is wrong")
-    return 0 if first is None and e2e.ok else 1
+        results = F.compare_steps(case, inputs, run.outputs)
+        first = F.first_divergent(results)
+        if first is None:
+            print(F.step_table(results))
+            print("\nevery step is right given its own inputs (compare mode passes)")
+            verdict = verdicts.PASS
+        else:
+            print(str(F.PipelineMismatch(results)))     # pytest's failure message, word for word
+            verdict = verdicts.FAIL
+    judged = [_judged(session, "test_compare_mode", test_id, verdict, run.versions, "compare mode")]
+    if case.params["inputs"] != "normal":
+        print("\nend to end: not run (tests/test_fused_decode.py runs it with normal inputs only)")
+        return judged
+    print()
+    fused = run_case(hw, F.as_program(case, "fused"), inputs, fault=fault)
+    if fused.verdict is not None:
+        verdict, words = _verdict(fused)
+        print(f"end to end (the block as one fused program): {verdict}: {words}")
+    else:
+        expected, tol = F.end_to_end_expected(case, inputs)
+        got = np.asarray(fused[F.FUSED_OUTPUT], np.float64)
+        try:
+            c = assert_close(got, expected, tol=tol, name=f"fused block output {F.FUSED_OUTPUT!r}")
+            verdict = verdicts.PASS
+            print(f"end to end: right (max |error| {c.max_abs:.3g}, 0 of {c.elements} over the "
+                  f"{tol.flat[0]:.3g} allowance)")
+        except Mismatch as exc:
+            verdict = verdicts.FAIL
+            print(f"end to end: {exc}")
+            if run.verdict is None and first is None:
+                print("fusion bug: every step is right when run alone (compare mode passes), the fused program is wrong")
+    judged.append(_judged(session, "test_end_to_end", test_id, verdict, fused.versions, "end to end"))
+    return judged
+
+
+def _judged(session: repro.Repro, test: str, test_id: str, verdict: str, versions, label: str) -> str:
+    nodeid = f"{TESTS}::{test}[{test_id}]"
+    judged, why = session.judge(verdict, [nodeid], versions)
+    print(f"{label}: {judged}" + (f" ({why})" if why else "") + f"  [{nodeid}]")
+    return judged
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hw", default="emu", help="backend (default emu)")
-    ap.add_argument("--fault", default=None, help="built-in fault (fused-stale-output, fused-rope-theta, "
-                    "fused-rmsnorm-no-weight, fused-softmax-no-max) or FILE.py:NAME")
-    ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap = repro.parser(__doc__, default_hw="emu", fault_help="built-in fault (fused-stale-output, fused-rope-theta, "
+                      "fused-rmsnorm-no-weight, fused-softmax-no-max) or FILE.py:NAME")
+    ap.add_argument("--size", choices=sorted(SIZES) + sorted(ALIASES), default="small")
+    ap.add_argument("--inputs", choices=F.CLASSES, default="normal", help="input class (default normal)")
     ap.add_argument("--mode", choices=("compare", "reference"), default="compare")
-    ap.add_argument("--golden-seed", type=int, default=0)
-    ap.add_argument("--case-timeout", type=seconds, default=None, metavar="SECONDS",
-                    help="bound for one run (default: the backend's own, per case)")
     args = ap.parse_args(argv)
-    case = F.make_case(SIZES[args.size], args.golden_seed)
+    size = ALIASES.get(args.size, args.size)
+    block = SIZES[size]
+    case = F.make_case(block, args.golden_seed, "steps", inputs=args.inputs)
     inputs = F.make_inputs(case)
-    print(f"seed 001 fused decode block {case.id}, {args.mode} mode"
-          + ("" if args.mode == "reference" else f" on {args.hw}")
-          + (f" with fault {args.fault}" if args.fault else ""))
     if args.mode == "reference":
+        print(f"seed 001 fused decode block {case.id}, reference mode")
         return reference_mode(case, inputs)
-    if args.hw not in registry.KNOWN:
-        print(f"unknown backend {args.hw!r}; known: {', '.join(registry.KNOWN)}", file=sys.stderr)
-        return 2
-    reason = registry.availability(args.hw)
-    if reason:
-        print(f"{args.hw} is not available here: {reason}")
-        return 2
-    if runner.standalone("fused_decode_compare.py", args.fault, args.hw, args.case_timeout) is not None:   # isolated, as in pytest
-        return 2
-    return compare_mode(args.hw, case, inputs, args.fault)
+    session = repro.Repro("fused_decode_compare.py", args)
+    failed = session.open()
+    if failed is not None:
+        return failed
+    print(session.title(f"seed 001 fused decode block {case.id}, compare mode"))
+    return repro.status(compare_mode(session, case, inputs, f"{size}-{block.id}-{args.inputs}"))
 
 
 if __name__ == "__main__":

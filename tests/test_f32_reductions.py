@@ -114,7 +114,7 @@ def inputs(case):
 def expected(case, inputs):
     def compute():
         ref = R.reference(case, inputs)
-        return ref, R.tolerance(case, inputs, ref)
+        return ref, R.tolerances(case, inputs, ref)
     return store.cached("expected", case, compute)
 
 

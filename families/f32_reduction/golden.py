@@ -365,9 +365,10 @@ def _tol_var(x: np.ndarray, var: np.ndarray, e_m: np.ndarray):
     return gamma(n + 3) * (var + e_m * e_m) + e_m * e_m
 
 
-def tolerance(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict[str, ErrorModel]:
+def tolerances(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict[str, ErrorModel]:
     """Error model of every output: the per-element allowance |device - reference| and what the
-    statistical check may assume (see the module docstring)."""
+    statistical check may assume (see the module docstring). The family's entry point of
+    accel_regress.core.contracts.GoldenModule."""
     kind = case.params["kind"]
     if bit_exact(case):
         return {k: exact_model(v.shape, f"{gen.class_of(case.params)} inputs: compared bit for bit")

@@ -15,7 +15,7 @@ from accel_regress.results.upstream.bundle import Expected
 
 def expected(case: Case, inputs) -> dict[str, Expected]:
     ref = R.reference(case, inputs)
-    tol = R.tolerance(case, inputs, ref)
+    tol = R.tolerances(case, inputs, ref)
     kind = case.params["kind"]
     how = (f"float64 {kind} of the f32 inputs (accel-regress, families/f32_reduction/golden.py), rounded once "
            f"to f32; allowance: the OpenCL C ulp bound of {kind} where one applies"

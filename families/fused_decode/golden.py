@@ -378,9 +378,28 @@ def step_table(results: list[StepResult]) -> str:
 def end_to_end_expected(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The float64 block output and its per-element allowance (module docstring)."""
     exact = run_pipeline(case, inputs)[OUTPUT]
+    return exact, _end_to_end_model(case, inputs, exact).tol
+
+
+def _end_to_end_model(case: Case, inputs: Mapping[str, np.ndarray], exact: np.ndarray) -> ErrorModel:
     chain = run_pipeline(case, inputs, bf16=True)[OUTPUT]
     rms = float(np.sqrt(np.mean((chain - exact) ** 2)))
-    return exact, np.full(exact.shape, Z_E2E * rms)
+    return ErrorModel(np.full(exact.shape, Z_E2E * rms), None,
+                      why_not=f"an empirical bound, {Z_E2E:g} x the rms error of the bf16 chain: no promised mean or spread")
+
+
+def tolerances(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict[str, ErrorModel]:
+    """The error model of every output the case's program returns, from ``ref`` = run_pipeline's
+    buffers: each step's output given the reference's own inputs to that step (``steps``), or the
+    block output (``fused``, as end_to_end_expected). The family's entry point of
+    accel_regress.core.contracts.GoldenModule."""
+    if case.params["program"] == "fused":
+        return {FUSED_OUTPUT: _end_to_end_model(case, inputs, np.asarray(ref[OUTPUT], np.float64))}
+    out = {}
+    for step in block(case):
+        ins = [ref[n] for n in step.ins]
+        out[step.out] = step_model(step, step_params(case, step), ins, ref[step.out])
+    return out
 
 
 class PipelineMismatch(Mismatch):

@@ -244,9 +244,18 @@ def tolerance_for(inputs: dict[str, np.ndarray], ref: np.ndarray, cfg: GemmConfi
                   block_rounding: Optional[str] = None) -> tolerance.ErrorModel:
     """The error model of a reference made with the same ``block_rounding`` (None: unquantized)."""
     if _quantizes(cfg, block_rounding):
-        qa, qb = quantized_operands(inputs, block_rounding)
-        return tolerance.gemm_bfp16_quantized(qa.absmax, qb.absmax, ref, cfg.K)
+        return quantized_tolerance(*quantized_operands(inputs, block_rounding), ref)
     return tolerance.gemm_bfp16(inputs["A"], inputs["B"], ref, bfp16=cfg.emulate_bfp16)
+
+
+def tolerances(case: Case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, tolerance.ErrorModel]:
+    """{"C": the error model of ref["C"]}, the whole (M, N) product that forward() and every C_p
+    hold a part of, with the device's bfp16 quantization (as ``expected``): the family's entry
+    point of accel_regress.core.contracts.GoldenModule."""
+    cfg, c = config_of(case), ref["C"]
+    if cfg.inputs in gen.BIT_EXACT_CLASSES:
+        return {"C": tolerance.exact_model(c.shape, f"exact: {cfg.inputs} inputs, compared bit for bit")}
+    return {"C": tolerance_for(inputs, c, cfg, BLOCK_ROUNDING)}
 
 
 def partition(x: np.ndarray, cfg: GemmConfig, part: int) -> np.ndarray:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from accel_regress.golden import census
+from accel_regress.golden.compare import Census
 from accel_regress.families.matmul import golden as golden_matmul
 from accel_regress.golden.inputs import CLASSES
 from accel_regress.core import registry, runner, verdicts
@@ -30,6 +31,8 @@ class Row:
     message: str = ""
     diagnostic: str = ""
     seconds: float = 0.0
+    census: Optional[Census] = None       # the comparison, when it ran (its describe() is pytest's message)
+    versions: Optional[dict] = None       # what the run recorded (an expectation's version range reads it)
 
 
 def _dims_list(text: str) -> list[int]:
@@ -64,7 +67,7 @@ def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", inputs: st
     inputs = golden_matmul.make_inputs(case)
     start = time.perf_counter()
     run = runner.run_case(backend, case, inputs, fault=fault, timeout_s=timeout_s)
-    row = Row(tuple(dims), verdicts.PASS, seconds=0.0)
+    row = Row(tuple(dims), verdicts.PASS, seconds=0.0, versions=run.versions)
     if run.verdict == verdicts.SKIP:
         row.verdict, row.message = verdicts.SKIP, run.skip
     elif run.error is not None:
@@ -78,7 +81,7 @@ def run_matmul_shape(backend: str, dims: tuple, *, lhs: str = "bf16", inputs: st
             row.verdict, row.stage = verdicts.CRASH, "run"
             row.message = f"{backend} returned no output 'out' (it returned {', '.join(outputs) or 'nothing'})"
         else:
-            c = census(got, ref, tol=tol, name=f"matmul {M}x{K}x{N}")
+            c = row.census = census(got, ref, tol=tol, name=f"matmul {M}x{K}x{N}")
             if not c.ok:
                 row.verdict, row.stage = verdicts.FAIL, "compare"
                 row.message = (c.shape_error or f"{c.over_tolerance} of {c.elements} elements over tolerance "

@@ -52,7 +52,7 @@ from ml_dtypes import bfloat16
 from accel_regress.golden import inputs as gen
 from accel_regress.golden.case import Case
 from accel_regress.golden.compare import Census, Mismatch, census
-from accel_regress.golden.tolerance import ErrorModel
+from accel_regress.golden.tolerance import ErrorModel, exact_model
 
 OP = "rowexpandmul_fillpad"
 
@@ -304,6 +304,15 @@ def tolerance_for(ref: np.ndarray, cfg: TileConfig) -> np.ndarray:
 def error_model(ref: np.ndarray, cfg: TileConfig) -> ErrorModel:
     """``tolerance_for`` with the statistics of one rounding to nearest in the tile dtype."""
     return ErrorModel(tolerance_for(ref, cfg), "rounding", dtype=cfg.dtype)
+
+
+def tolerances(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict[str, ErrorModel]:
+    """{"out": the error model of the stored tile ref["out"]} (bit for bit under the bit-exact input
+    classes): the family's entry point of accel_regress.core.contracts.GoldenModule."""
+    cfg, out = config_of(case), np.asarray(ref["out"])
+    if bit_exact(cfg):
+        return {"out": exact_model(out.shape, f"exact: {cfg.inputs} inputs, compared bit for bit")}
+    return {"out": error_model(out, cfg)}
 
 
 # --- the tile census ---------------------------------------------------------------------------

@@ -42,7 +42,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from accel_regress.results import completeness, record as results, schemas
 from accel_regress.core import verdicts
@@ -125,7 +125,8 @@ def faults_of(data: dict) -> list[str]:
 
 
 def fault_banner(data: dict) -> Optional[str]:
-    """The first line of every report of a run with an injected fault, and of the gate's answer."""
+    """The second line of every report of a run with an injected fault and of the gate's answer,
+    right under SHIP / DON'T SHIP."""
     found = faults_of(data)
     if not found:
         return None
@@ -146,7 +147,7 @@ class Verdict:
     ship: bool
     reasons: list[str]       # blocking
     notes: list[str]         # said, not blocking
-    banner: Optional[str] = None     # the injected fault, said before anything else
+    banner: Optional[str] = None     # the injected fault, said right after the verdict
     policy: str = Policy.source
 
     @property
@@ -154,151 +155,242 @@ class Verdict:
         return "SHIP" if self.ship else f"DON'T SHIP: {len(self.reasons)} reason{'s' if len(self.reasons) != 1 else ''}"
 
     def lines(self) -> list[str]:
-        """What every output opens with: the fault banner (if any), then SHIP / DON'T SHIP."""
-        return ([self.banner] if self.banner else []) + [self.head]
+        """What every output opens with: SHIP / DON'T SHIP, then the fault banner (if any). The
+        verdict first: a release manager reads one line, and it must be the answer."""
+        return [self.head] + ([self.banner] if self.banner else [])
 
     def text(self) -> str:
         return "\n".join(self.lines() + [f"  - {r}" for r in self.reasons] + [f"  . {n}" for n in self.notes])
 
 
-def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Policy] = None,
-             allow_fault: bool = False, known_flaky: Optional[dict] = None) -> Verdict:
-    """``known_flaky``: {(test key, device): why} of failures the history knows as flaky."""
-    policy = policy or Policy()
-    now = _index(data)
-    base = _index(baseline) if baseline else {}
-    reasons, notes = [], []
-    session = data.get("session") or {}
-    banner = fault_banner(data)
-    refusal = release_refusal(data, allow_fault)
+@dataclass
+class _Run:
+    """What every rule reads: this run, the baseline, the policy, indexed once."""
+    data: dict
+    baseline: Optional[dict]
+    policy: Policy
+    allow_fault: bool
+    known_flaky: dict
+
+    def __post_init__(self):
+        self.now = _index(self.data)
+        self.base = _index(self.baseline) if self.baseline else {}
+        self.session = self.data.get("session") or {}
+        self.required = (self.policy.backends if self.policy.backends is not None
+                         else list(self.session.get("hw") or []))
+        self.failures = _Failures(self)
+
+    def was(self, k) -> Optional[str]:
+        """The verdict of test key ``k`` in the baseline, None where it has none."""
+        return (self.base.get(k) or {}).get("verdict")
+
+    def worded(self, keys: list) -> str:
+        return _listing(keys, lambda k: f"{self.now[k]['verdict']} {_name(k)}")
+
+
+class _Failures:
+    """This run's failures, each in the first of these groups it belongs to: known flaky in the
+    history, new FLAKY, new hang/crash, the rest (worded against the baseline)."""
+
+    def __init__(self, r: _Run):
+        failing = sorted(k for k, c in r.now.items() if c["verdict"] in FAILURES)
+        self.known_flaky = [k for k in failing if k in r.known_flaky]
+        failing = [k for k in failing if k not in r.known_flaky]
+        self.flaky = [k for k in failing if r.now[k]["verdict"] == verdicts.FLAKY and r.was(k) != verdicts.FLAKY]
+        failing = [k for k in failing if k not in self.flaky]
+        hc = (verdicts.HANG, verdicts.CRASH)
+        self.new_hang_crash = [k for k in failing if r.now[k]["verdict"] in hc and r.was(k) not in hc]
+        self.rest = [k for k in failing if k not in self.new_hang_crash]
+
+
+# A rule yields (blocks, line): a reason not to ship, or a note said beside the verdict.
+Line = tuple[bool, str]
+
+
+def _fault(r: _Run) -> Iterator[Line]:
+    banner, refusal = fault_banner(r.data), release_refusal(r.data, r.allow_fault)
     if refusal:
-        reasons.append(refusal)
+        yield True, refusal
     elif banner:
-        notes.append(f"{banner}; gated anyway (--allow-fault)")
+        yield False, f"{banner}; gated anyway (--allow-fault)"
 
-    if session.get("interrupted"):
-        reasons.append(f"the session was interrupted ({session.get('stop_reason') or 'stopped early'}): "
-                       f"its results are incomplete")
-    reasons += completeness.refusals(data)       # empty, sessionless, never finished, lost a failure
 
-    # Failures, split by what the baseline said.
-    failing = sorted(k for k, c in now.items() if c["verdict"] in FAILURES)
-    known = [k for k in failing if k in (known_flaky or {})]
+def _interrupted(r: _Run) -> Iterator[Line]:
+    if r.session.get("interrupted"):
+        yield True, (f"the session was interrupted ({r.session.get('stop_reason') or 'stopped early'}): "
+                     f"its results are incomplete")
+
+
+def _incomplete(r: _Run) -> Iterator[Line]:
+    for refusal in completeness.refusals(r.data):     # empty, sessionless, never finished, lost a failure
+        yield True, refusal
+
+
+def _known_flaky(r: _Run) -> Iterator[Line]:
+    known, p = r.failures.known_flaky, r.policy
     if known:
-        line = (f"{len(known)} failure(s) known flaky in the history (flip rate above {policy.flaky_bound:g} "
-                f"over the last {policy.flaky_window} runs): " +
-                _listing(known, lambda k: f"{now[k]['verdict']} {_name(k)}: {known_flaky[k]}"))
-        (reasons if policy.flaky_blocks else notes).append(line)
-        failing = [k for k in failing if k not in known]
-    flaky = [k for k in failing if now[k]["verdict"] == verdicts.FLAKY
-             and (base.get(k) or {}).get("verdict") != verdicts.FLAKY]
+        yield p.flaky_blocks, (f"{len(known)} failure(s) known flaky in the history (flip rate above "
+                               f"{p.flaky_bound:g} over the last {p.flaky_window} runs): " +
+                               _listing(known, lambda k: f"{r.now[k]['verdict']} {_name(k)}: {r.known_flaky[k]}"))
+
+
+def _new_flaky(r: _Run) -> Iterator[Line]:
+    flaky = r.failures.flaky
     if flaky:
-        reasons.append(f"{len(flaky)} new FLAKY (mixed outcomes over --repeat): " +
-                       _listing(flaky, lambda k: f"FLAKY {_rate(now[k])} {_name(k)}"))
-    failing = [k for k in failing if k not in flaky]
-    new_hc = [k for k in failing if now[k]["verdict"] in (verdicts.HANG, verdicts.CRASH)
-              and (base.get(k) or {}).get("verdict") not in (verdicts.HANG, verdicts.CRASH)]
+        yield True, (f"{len(flaky)} new FLAKY (mixed outcomes over --repeat): " +
+                     _listing(flaky, lambda k: f"FLAKY {_rate(r.now[k])} {_name(k)}"))
+
+
+def _new_hang_crash(r: _Run) -> Iterator[Line]:
+    new_hc = r.failures.new_hang_crash
     if new_hc:
-        reasons.append(f"{len(new_hc)} new hang/crash: " +
-                       _listing(new_hc, lambda k: f"{now[k]['verdict']} {_name(k)}"))
-    rest = [k for k in failing if k not in new_hc]
-    if baseline is not None:
-        new = [k for k in rest if (base.get(k) or {}).get("verdict") == verdicts.PASS]
-        changed = [k for k in rest if (base.get(k) or {}).get("verdict") == verdicts.XFAIL]
-        old = [k for k in rest if (base.get(k) or {}).get("verdict") in FAILURES]
-        unseen = [k for k in rest if k not in new and k not in old and k not in changed]
-        if new:
-            reasons.append(f"{len(new)} new failure(s), passed in the baseline: " +
-                           _listing(new, lambda k: f"{now[k]['verdict']} {_name(k)}"))
-        if changed:
-            reasons.append(f"{len(changed)} known bug(s) now fail another way (XFAIL in the baseline): " +
-                           _listing(changed, lambda k: f"{now[k]['verdict']} {_name(k)}"))
-        if unseen:
-            reasons.append(f"{len(unseen)} failure(s) of cases not in the baseline: " +
-                           _listing(unseen, lambda k: f"{now[k]['verdict']} {_name(k)}"))
-        if old:
-            line = (f"{len(old)} failure(s) also in the baseline, not in the known-bug list: " +
-                    _listing(old, lambda k: f"{now[k]['verdict']} {_name(k)}"))
-            (reasons if policy.pre_existing_block else notes).append(line)
-    elif rest:
-        reasons.append(f"{len(rest)} failure(s) not in the known-bug list: " +
-                       _listing(rest, lambda k: f"{now[k]['verdict']} {_name(k)}"))
+        yield True, f"{len(new_hc)} new hang/crash: " + r.worded(new_hc)
 
-    xpass = sorted(k for k, c in now.items() if c["verdict"] == verdicts.XPASS)
+
+def _failures(r: _Run) -> Iterator[Line]:
+    """The other failures; against a baseline, each worded by what the baseline said."""
+    rest = r.failures.rest
+    if r.baseline is None:
+        if rest:
+            yield True, f"{len(rest)} failure(s) not in the known-bug list: " + r.worded(rest)
+        return
+    new = [k for k in rest if r.was(k) == verdicts.PASS]
+    changed = [k for k in rest if r.was(k) == verdicts.XFAIL]
+    old = [k for k in rest if r.was(k) in FAILURES]
+    unseen = [k for k in rest if k not in new and k not in old and k not in changed]
+    if new:
+        yield True, f"{len(new)} new failure(s), passed in the baseline: " + r.worded(new)
+    if changed:
+        yield True, f"{len(changed)} known bug(s) now fail another way (XFAIL in the baseline): " + r.worded(changed)
+    if unseen:
+        yield True, f"{len(unseen)} failure(s) of cases not in the baseline: " + r.worded(unseen)
+    if old:
+        yield r.policy.pre_existing_block, (f"{len(old)} failure(s) also in the baseline, not in the known-bug "
+                                            f"list: " + r.worded(old))
+
+
+def _xpass(r: _Run) -> Iterator[Line]:
+    xpass = sorted(k for k, c in r.now.items() if c["verdict"] == verdicts.XPASS)
+
+    def fixed(k):
+        exp = (r.now[k].get("detail") or {}).get("expectation") or {}
+        where = f" (remove {exp.get('test')!r} from {exp.get('file')})" if exp else ""
+        return f"{_name(k)}{where}"
     if xpass:
-        def fixed(k):
-            exp = (now[k].get("detail") or {}).get("expectation") or {}
-            where = f" (remove {exp.get('test')!r} from {exp.get('file')})" if exp else ""
-            return f"{_name(k)}{where}"
-        reasons.append(f"{len(xpass)} XPASS, known bug(s) fixed: un-list them: " + _listing(xpass, fixed))
+        yield True, f"{len(xpass)} XPASS, known bug(s) fixed: un-list them: " + _listing(xpass, fixed)
 
-    # Backends that were required but did not run.
-    required = policy.backends if policy.backends is not None else list(session.get("hw") or [])
-    info = data.get("backends") or {}
-    for name in required:
-        if any(_on(name, d, c) and _ran(c) for (k, d), c in now.items()):
+
+def _required_backends(r: _Run) -> Iterator[Line]:
+    info = r.data.get("backends") or {}
+    for name in r.required:
+        if any(_on(name, d, c) and _ran(c) for (k, d), c in r.now.items()):
             continue
-        skips = [c for (k, d), c in now.items() if _on(name, d, c)]
+        skips = [c for (k, d), c in r.now.items() if _on(name, d, c)]
         if name in info and not info[name].get("available", True):
             why = info[name].get("reason") or "unavailable"
         elif skips:
             why = f"all {len(skips)} case(s) SKIP: " + (skips[0].get("message") or "no reason given").splitlines()[0]
         else:
             why = "no case ran on it (not selected?)"
-        reasons.append(f"backend {name} is required by {policy.source} but did not run: {why}")
+        yield True, f"backend {name} is required by {r.policy.source} but did not run: {why}"
 
-    for marker in policy.markers:
-        missing = [b for b in required if not any(
+
+def _required_markers(r: _Run) -> Iterator[Line]:
+    for marker in r.policy.markers:
+        missing = [b for b in r.required if not any(
             _on(b, d, c) and _ran(c)
-            and marker in ((c.get("detail") or {}).get("markers") or []) for (k, d), c in now.items())]
+            and marker in ((c.get("detail") or {}).get("markers") or []) for (k, d), c in r.now.items())]
         if missing:
-            reasons.append(f"marker {marker!r} is required but no {marker} case ran on {', '.join(missing)} "
-                           f"(run with -m {marker})")
-    for family in policy.families:
-        if not any(c.get("family") == family and _ran(c) for c in now.values()):
-            reasons.append(f"family {family!r} is required but none of its cases ran")
+            yield True, (f"marker {marker!r} is required but no {marker} case ran on {', '.join(missing)} "
+                         f"(run with -m {marker})")
 
-    # Slowdowns against the baseline.
-    if baseline is not None:
-        slow = []
-        for k, c in now.items():
-            b = base.get(k)
-            if not b or c["verdict"] not in (verdicts.PASS, verdicts.XFAIL) or b["verdict"] not in (verdicts.PASS, verdicts.XFAIL):
-                continue
-            t, t0 = float(c.get("duration_s") or 0), float(b.get("duration_s") or 0)
-            if t0 > 0 and t > policy.slow_factor * t0 and t - t0 >= policy.slow_min_s:
-                slow.append((t / t0, k, t0, t))
-        slow.sort(reverse=True)
-        if slow:
-            line = (f"{len(slow)} case(s) more than {policy.slow_factor:g}x slower than the baseline: " +
-                    "; ".join(f"{_name(k)} {t0:.2f} s -> {t:.2f} s ({r:.1f}x)" for r, k, t0, t in slow[:_LIST]) +
-                    (f"; and {len(slow) - _LIST} more" if len(slow) > _LIST else ""))
-            (reasons if policy.slow_blocks else notes).append(line)
-        fixed_now = [k for k, c in now.items() if c["verdict"] == verdicts.PASS
-                     and (base.get(k) or {}).get("verdict") in FAILURES]
-        if fixed_now:
-            notes.append(f"{len(fixed_now)} case(s) failed in the baseline and pass now: " + _listing(sorted(fixed_now)))
-        gone = [k for k in base if k not in now and _ran(base[k])]
-        if gone:
-            notes.append(f"{len(gone)} case(s) of the baseline did not run now: " + _listing(sorted(gone)))
 
-    # Skips: never silent.
-    skips = [c for c in now.values() if c["verdict"] == verdicts.SKIP]
-    known = [c for c in skips if _expected(c)]
+def _required_families(r: _Run) -> Iterator[Line]:
+    for family in r.policy.families:
+        if not any(c.get("family") == family and _ran(c) for c in r.now.values()):
+            yield True, f"family {family!r} is required but none of its cases ran"
+
+
+def _slowdowns(r: _Run) -> Iterator[Line]:
+    if r.baseline is None:
+        return
+    timed = (verdicts.PASS, verdicts.XFAIL)
+    slow = []
+    for k, c in r.now.items():
+        b = r.base.get(k)
+        if not b or c["verdict"] not in timed or b["verdict"] not in timed:
+            continue
+        t, t0 = float(c.get("duration_s") or 0), float(b.get("duration_s") or 0)
+        if t0 > 0 and t > r.policy.slow_factor * t0 and t - t0 >= r.policy.slow_min_s:
+            slow.append((t / t0, k, t0, t))
+    slow.sort(reverse=True)
+    if slow:
+        yield r.policy.slow_blocks, (
+            f"{len(slow)} case(s) more than {r.policy.slow_factor:g}x slower than the baseline: " +
+            "; ".join(f"{_name(k)} {t0:.2f} s -> {t:.2f} s ({x:.1f}x)" for x, k, t0, t in slow[:_LIST]) +
+            (f"; and {len(slow) - _LIST} more" if len(slow) > _LIST else ""))
+
+
+def _fixed_since_baseline(r: _Run) -> Iterator[Line]:
+    if r.baseline is None:
+        return
+    fixed_now = [k for k, c in r.now.items() if c["verdict"] == verdicts.PASS and r.was(k) in FAILURES]
+    if fixed_now:
+        yield False, f"{len(fixed_now)} case(s) failed in the baseline and pass now: " + _listing(sorted(fixed_now))
+
+
+def _gone_since_baseline(r: _Run) -> Iterator[Line]:
+    if r.baseline is None:
+        return
+    gone = [k for k in r.base if k not in r.now and _ran(r.base[k])]
+    if gone:
+        yield False, f"{len(gone)} case(s) of the baseline did not run now: " + _listing(sorted(gone))
+
+
+def _skips(r: _Run) -> Iterator[Line]:
+    """SKIPs are never silent: counted by reason."""
     other = Counter(((c.get("message") or "no reason given").splitlines() or ["?"])[0][:120]
-                    for c in skips if not _expected(c))
+                    for c in r.now.values() if c["verdict"] == verdicts.SKIP and not _expected(c))
     if other:
-        notes.append(f"{sum(other.values())} SKIP: " + "; ".join(f"{n} x {why}" for why, n in other.most_common(3))
-                     + (f"; and {len(other) - 3} other reason(s)" if len(other) > 3 else ""))
-    na = {(c.get("family") or "?", d) for (k, d), c in now.items() if c["verdict"] == verdicts.NOT_APPLICABLE}
+        yield False, (f"{sum(other.values())} SKIP: " + "; ".join(f"{n} x {why}" for why, n in other.most_common(3))
+                      + (f"; and {len(other) - 3} other reason(s)" if len(other) > 3 else ""))
+
+
+def _not_applicable(r: _Run) -> Iterator[Line]:
+    na = {(c.get("family") or "?", d) for (k, d), c in r.now.items() if c["verdict"] == verdicts.NOT_APPLICABLE}
     if na:
-        notes.append(f"{len(na)} family x backend pair(s) not applicable (the backend can never run the family)")
-    xfail = sum(1 for c in now.values() if c["verdict"] == verdicts.XFAIL)
-    if xfail or known:
-        notes.append(f"known bugs: {xfail} XFAIL, {len(known)} known HANG/CRASH not attempted")
-    notes.append(f"{len(now)} cases: " + (", ".join(f"{n} {v}" for v, n in
-                                                     Counter(c['verdict'] for c in now.values()).most_common()) or "none"))
-    return Verdict(not reasons, reasons, notes, banner, policy.source)
+        yield False, f"{len(na)} family x backend pair(s) not applicable (the backend can never run the family)"
+
+
+def _known_bugs(r: _Run) -> Iterator[Line]:
+    xfail = sum(1 for c in r.now.values() if c["verdict"] == verdicts.XFAIL)
+    not_attempted = sum(1 for c in r.now.values() if c["verdict"] == verdicts.SKIP and _expected(c))
+    if xfail or not_attempted:
+        yield False, f"known bugs: {xfail} XFAIL, {not_attempted} known HANG/CRASH not attempted"
+
+
+def _counts(r: _Run) -> Iterator[Line]:
+    yield False, f"{len(r.now)} cases: " + (", ".join(
+        f"{n} {v}" for v, n in Counter(c['verdict'] for c in r.now.values()).most_common()) or "none")
+
+
+# In the order their lines are said (reasons and notes each keep it).
+RULES = (_fault, _interrupted, _incomplete, _known_flaky, _new_flaky, _new_hang_crash, _failures, _xpass,
+         _required_backends, _required_markers, _required_families, _slowdowns, _fixed_since_baseline,
+         _gone_since_baseline, _skips, _not_applicable, _known_bugs, _counts)
+
+
+def evaluate(data: dict, baseline: Optional[dict] = None, policy: Optional[Policy] = None,
+             allow_fault: bool = False, known_flaky: Optional[dict] = None) -> Verdict:
+    """``known_flaky``: {(test key, device): why} of failures the history knows as flaky. Every line of
+    the answer comes from one rule of RULES."""
+    policy = policy or Policy()
+    run = _Run(data, baseline, policy, allow_fault, known_flaky or {})
+    reasons, notes = [], []
+    for rule in RULES:
+        for blocks, line in rule(run):
+            (reasons if blocks else notes).append(line)
+    return Verdict(not reasons, reasons, notes, fault_banner(data), policy.source)
 
 
 def _rate(c: dict) -> str:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from accel_regress.golden import compare, census
+from accel_regress.golden import compare, census, statistics
 from accel_regress.golden.dtypes import FORMATS, ulp
 from accel_regress.golden.tolerance import ErrorModel
 
@@ -126,10 +126,10 @@ def small_chunks(monkeypatch):
     monkeypatch.setattr(compare, "_CHUNK_ELEMENTS", 1 << 14)
 
 
-def _spy(monkeypatch, name):
+def _spy(monkeypatch, name, owner=statistics.Float32Sums):
     taken = []
-    real = getattr(compare._Clean, name)
-    monkeypatch.setattr(compare._Clean, name, lambda self, *a: taken.append(real(self, *a)) or taken[-1])
+    real = getattr(owner, name)
+    monkeypatch.setattr(owner, name, lambda self, *a: taken.append(real(self, *a)) or taken[-1])
     return taken
 
 
@@ -137,8 +137,8 @@ def _spy(monkeypatch, name):
 @pytest.mark.parametrize("model", MODELS)
 def test_float32_statistics_report_as_float64(model, variant, small_chunks, monkeypatch):
     g, e, tol = _reference_and_output(variant)
-    fast_stats = _spy(monkeypatch, "_rounding" if "rounding" in model else "_accumulation")
-    clean = _spy(monkeypatch, "__call__")
+    fast_stats = _spy(monkeypatch, "rounding" if "rounding" in model else "accumulation")
+    clean = _spy(monkeypatch, "__call__", compare._Clean)
     fast = census(g, e, tol=_model(tol, MODELS[model]), min_corr=0.9)
     exact = census(g.astype(np.float64), e.astype(np.float64), tol=_model(tol.astype(np.float64), MODELS[model]),
                    min_corr=0.9)
@@ -158,7 +158,7 @@ def test_an_infinite_allowance_takes_the_float64_path(model, small_chunks, monke
     so the float64 path's statistics are NaN, and the float32 path leaves that chunk to it."""
     g, e, tol = _reference_and_output("normal")
     tol[80, 80] = np.inf
-    fast_stats = _spy(monkeypatch, "_rounding" if "rounding" in model else "_accumulation")
+    fast_stats = _spy(monkeypatch, "rounding" if "rounding" in model else "accumulation")
     fast = census(g, e, tol=_model(tol, MODELS[model]))
     exact = census(g.astype(np.float64), e.astype(np.float64), tol=_model(tol.astype(np.float64), MODELS[model]))
     assert fast_stats[80 // 5] is None and sum(s is None for s in fast_stats) == 1
@@ -227,7 +227,7 @@ def _bf16_rounded(mode, n=1 << 16, seed=0):
 def test_float32_statistics_catch_a_wrong_rounding(mode, fails, small_chunks, monkeypatch):
     """test_statistics' faults, in float32 so that the float32 path judges them."""
     got, exact = _bf16_rounded(mode)
-    fast_stats = _spy(monkeypatch, "_rounding")
+    fast_stats = _spy(monkeypatch, "rounding")
     tol = (np.float32(2.0 ** -7) * np.abs(exact)).astype(np.float32)
     c = census(got.reshape(16, -1), exact.reshape(16, -1), tol=ErrorModel(tol.reshape(16, -1), "rounding",
                                                                            dtype="bf16", k=64))
@@ -249,7 +249,7 @@ def test_float32_statistics_catch_a_narrow_accumulator(small_chunks, monkeypatch
         for j in range(x.shape[1]):
             acc = (acc + x[:, j]).astype(dtype).astype(np.float32)
         return acc.reshape(64, 64)
-    fast_stats = _spy(monkeypatch, "_accumulation")
+    fast_stats = _spy(monkeypatch, "accumulation")
     model = ErrorModel(tol.reshape(64, 64), "accumulation", k=63)
     ref = exact.astype(np.float32).reshape(64, 64)
     assert census(summed(np.float32), ref, tol=model).ok
@@ -263,7 +263,7 @@ def test_strided_parts_report_as_their_copies(model, small_chunks, monkeypatch):
     """A partition (a column slice of the whole output) and a broadcast allowance take the float32
     path as views; they report what contiguous copies report."""
     g, e, tol = _reference_and_output("normal")
-    fast_stats = _spy(monkeypatch, "_rounding" if "rounding" in model else "_accumulation")
+    fast_stats = _spy(monkeypatch, "rounding" if "rounding" in model else "accumulation")
     part = np.s_[:, 1000:2500]
     view = census(g[part], e[part], tol=_model(tol, MODELS[model])[part])
     copy = census(g[part].copy(), e[part].copy(), tol=_model(tol[part].copy(), MODELS[model]))

@@ -25,6 +25,9 @@ GOOD = {
             return {"x": np.arange(4.0)}
         def output_contract(case):
             return {"out": ("float64", (4,))}
+        def tolerances(case, inputs, ref):
+            from accel_regress.golden.tolerance import exact_model
+            return {"out": exact_model(ref["out"].shape)}
     ''',
     "emu_twice.py": '''
         def run(case, inputs):
@@ -136,7 +139,10 @@ def test_a_backend_missing_its_dependency_stays_unavailable(team):
 
 @pytest.mark.parametrize("kind, files, problem", [
     ("family", {"golden_twice.py": 'OP = "twice"\n'}, "no make_inputs(case)"),
-    ("family", {"golden_twice.py": 'OP = "thrice"\ndef make_inputs(case): return {}\n'},
+    ("family", {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case): return {}\n'},
+     "no tolerances(case, inputs, ref)"),
+    ("family", {"golden_twice.py": 'OP = "thrice"\ndef make_inputs(case): return {}\n'
+                                   'def tolerances(case, inputs, ref): return {}\n'},
      "its OP is 'thrice', not the name it is registered under"),
     ("family", {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case): return {}\n'
                                    'def tolerances(inputs, ref): return {}\n'},

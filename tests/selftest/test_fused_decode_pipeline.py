@@ -125,7 +125,7 @@ def test_report_draws_the_steps_with_the_first_divergent_one_marked():
 @pytest.mark.parametrize("fault, says, code", [
     (None, "every step is right given its own inputs", 0),
     ("fused-stale-output", "first divergent step: v_proj (gemv -> v)", 1),
-    (f"{FIXTURE}:corrupt_fused_only", "fusion bug: every step is right alone", 1)])
+    (f"{FIXTURE}:corrupt_fused_only", "fusion bug: every step is right when run alone", 1)])
 def test_repro_names_the_first_divergent_step(capsys, fault, says, code):
     import importlib.util
     path = Path(__file__).resolve().parents[2] / "repros" / "fused_decode_compare.py"

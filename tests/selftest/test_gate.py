@@ -216,10 +216,10 @@ def test_fault_run_is_refused_unless_allowed(tmp_path, capsys):
     path = _write(tmp_path, "now.json", data)
     assert gate.main([path]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[:3] == ["fault iron-gemm-stale-dma injected: not a release run", "DON'T SHIP: 1 reason",
+    assert out[:3] == ["DON'T SHIP: 1 reason", "fault iron-gemm-stale-dma injected: not a release run",
                        "  - fault iron-gemm-stale-dma injected: not a release run (pass --allow-fault to use it anyway)"]
     assert gate.main([path, "--allow-fault"]) == 0
-    assert capsys.readouterr().out.splitlines()[:2] == ["fault iron-gemm-stale-dma injected: not a release run", "SHIP"]
+    assert capsys.readouterr().out.splitlines()[:2] == ["SHIP", "fault iron-gemm-stale-dma injected: not a release run"]
     merged = dict(BASELINE, session={"merged_from": [{"fault": None}, {"fault": "x.py:f"}], "hw": ["emu", "npu"]})
     assert gate.release_refusal(merged) == "fault x.py:f injected: not a release run (pass --allow-fault to use it anyway)"
     assert gate.release_refusal(merged, allow_fault=True) is None and gate.release_refusal(BASELINE) is None

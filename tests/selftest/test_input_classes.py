@@ -69,7 +69,7 @@ def _failures(case, inputs, out) -> list[str]:
         check(tiles.assert_tile_close, out["out"], tiles.reference(inputs, cfg), cfg)
     elif case.op == R.OP:
         ref = R.reference(case, inputs)
-        tol = R.tolerance(case, inputs, ref)
+        tol = R.tolerances(case, inputs, ref)
         for n in R.output_names(case.params["kind"]):
             check(assert_close, out[n], ref[n], tol=tol[n], zero_sign=R.zero_sign(case))
     else:

@@ -67,7 +67,7 @@ def test_run_matches_reference(backend):
     inputs = R.make_inputs(case)
     out = backend.run(case, inputs)
     ref = R.reference(case, inputs)
-    tol = R.tolerance(case, inputs, ref)
+    tol = R.tolerances(case, inputs, ref)
     assert out["y"].dtype == np.float32 and np.all(np.abs(out["y"] - ref["y"]) <= tol["y"])
 
 

@@ -78,6 +78,27 @@ def test_the_core_names_no_backend_and_no_family():
     assert hits == []
 
 
+
+def _compared_names(path: Path, names: set[str]):
+    """Registered names a comparison tests against (``case.op == "x"``, ``op in ("x", ...)``)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                for c in (side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]):
+                    if isinstance(c, ast.Constant) and c.value in names:
+                        yield node.lineno, c.value
+
+
+def test_no_backend_decides_by_a_family_or_backend_name():
+    """A backend asks the family (its golden module's declared contract, core/contracts.py) what
+    it needs to know, never compares a case's op with a family id. A backend's own tables of the
+    operators it drives (npu's ADAPTERS and LAYOUTS, keyed by op) are its drivers, not decisions."""
+    names = _registered_names()
+    hits = [f"{path.relative_to(REPO)}:{line}: {value!r}"
+            for path in sorted((REPO / "hardware" / "backends").rglob("*.py"))
+            for line, value in _compared_names(path, names)]
+    assert hits == []
+
 def _module_graph() -> dict[str, set[str]]:
     """Every module's imports of other accel_regress modules, function-level imports included."""
     roots = {"hardware": "accel_regress", "golden": "accel_regress.golden", "families": "accel_regress.families"}

@@ -40,7 +40,7 @@ def test_vlen_below_the_features_is_refused():
 def _check(case, outputs):
     inputs = R.make_inputs(case)
     ref = R.reference(case, inputs)
-    tol = R.tolerance(case, inputs, ref)
+    tol = R.tolerances(case, inputs, ref)
     for n in ref:
         assert_close(outputs[n], ref[n], tol=tol[n], name=n)
 

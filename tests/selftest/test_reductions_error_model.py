@@ -14,7 +14,7 @@ ORDERS = [("v", 256), ("v-reassoc", 128), ("v-reassoc", 512)]   # sequential; 4-
 def _check(case, outputs):
     inputs = R.make_inputs(case)
     ref = R.reference(case, inputs)
-    tol = R.tolerance(case, inputs, ref)
+    tol = R.tolerances(case, inputs, ref)
     return [census(outputs[n], ref[n], tol=tol[n], name=n) for n in ref]
 
 
@@ -161,5 +161,5 @@ def test_sums_carry_statistics_and_rows_share_them_where_they_must():
     for kind, correlated in (("row_sum", False), ("matmul", False), ("layernorm", True), ("softmax", True)):
         case = R.make_case(kind, R.SEED_SHAPES[kind])
         inputs = R.make_inputs(case)
-        models = R.tolerance(case, inputs, R.reference(case, inputs))
+        models = R.tolerances(case, inputs, R.reference(case, inputs))
         assert all(m.kind == "accumulation" and m.rows_correlated == correlated for m in models.values()), kind

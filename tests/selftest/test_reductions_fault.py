@@ -25,7 +25,7 @@ def test_fault_hangs_reductions_only(kind):
     else:
         outputs = runner.execute(job)
         ref = R.reference(case, inputs)
-        tol = R.tolerance(case, inputs, ref)
+        tol = R.tolerances(case, inputs, ref)
         from accel_regress.golden import assert_close
         for n in ref:
             assert_close(outputs[n], ref[n], tol=tol[n])

@@ -49,7 +49,8 @@ def _install(root, entry_points: dict, name="outside-pkg"):
             return {"out": outputs["out"] + 1}
         FAULTS = {"outside-off-by-one": off_by_one}
     '''))
-    (pkg / "golden_twice.py").write_text('OP = "twice"\ndef make_inputs(case):\n    return {}\n')
+    (pkg / "golden_twice.py").write_text('OP = "twice"\ndef make_inputs(case):\n    return {}\n'
+                                         'def tolerances(case, inputs, ref):\n    return {}\n')
     info = root / f"{name.replace('-', '_')}-0.1.dist-info"
     info.mkdir(exist_ok=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")

@@ -92,7 +92,7 @@ def _gate_lines(report_dir: Path, *options: str) -> list[str]:
 
 
 def _verdict_lines(gate_out: list[str]) -> list[str]:
-    """The gate's opening lines: the fault banner (if any) and SHIP / DON'T SHIP: N reasons."""
+    """The gate's opening lines: SHIP / DON'T SHIP: N reasons, then the fault banner (if any)."""
     return [ln for ln in gate_out if not ln.startswith("  ")]
 
 
@@ -143,19 +143,25 @@ def test_release_policy_gives_its_own_verdict(run_dir, release_dir):
     assert "backend Krackan is required by" in _md(release_dir / "summary.md")
 
 
-def test_fault_run_says_so_first_everywhere(fault_dir):
+def test_fault_run_says_verdict_first_then_fault_everywhere(fault_dir):
+    """Issue 29 item 11: the verdict line opens every report, the fault banner comes second (the old
+    order, banner first, fails each of the [:2] checks below)."""
     banner = "fault iron-gemm-stale-dma injected: not a release run"
     gate_out = _gate_lines(fault_dir)
-    assert gate_out[0] == banner and gate_out[2].startswith(f"  - {banner} (pass --allow-fault")
-    assert _markdown_lines(fault_dir)[0] == banner
-    assert _terminal_section(fault_dir)[0] == banner
+    head = ["DON'T SHIP: 2 reasons", banner]       # the fault and the failing test
+    assert gate_out[:2] == head and gate_out[2].startswith(f"  - {banner} (pass --allow-fault")
+    assert _markdown_lines(fault_dir)[:2] == head
+    assert _md(fault_dir / "summary.md").startswith(f"# {head[0]}\n\n**{banner}**")
+    assert _terminal_section(fault_dir)[:2] == head
     lines = (fault_dir / "terminal.txt").read_text().splitlines()
     assert lines.index(banner) < next(i for i, ln in enumerate(lines) if ln.startswith("test_demo.py"))  # before any result
-    assert _md(fault_dir / "pr-comment.md").startswith(f"**{banner}**")
-    assert f"<div id='fault'>{banner}</div>" in (fault_dir / "index.html").read_text()
+    assert _md(fault_dir / "pr-comment.md").startswith(f"### {head[0]}\n\n**{banner}**")
+    page = (fault_dir / "index.html").read_text()
+    assert page.index("<h1 id='verdict'") < page.index(f"<div id='fault'>{banner}</div>")
+    assert f"<title>{head[0]} · {banner} · " in page.replace("&#x27;", "'")
     allowed = subprocess.run(["python", "-m", "accel_regress", "gate", str(fault_dir / "results.json"), "--allow-fault"],
                              capture_output=True, text=True, cwd=REPO).stdout.splitlines()
-    assert allowed[0] == banner and not any(banner + " (pass" in ln for ln in allowed)
+    assert allowed[:2] == ["DON'T SHIP: 1 reason", banner] and not any(banner + " (pass" in ln for ln in allowed)
 
 
 def test_csv_matrices_and_pr_comment(run_dir):

@@ -1,4 +1,4 @@
-"""The statistical check of golden/compare.py: bias, magnitude bias and spread against an error model.
+"""The statistical check (golden/statistics.py, through golden/compare.py's census): bias, magnitude bias and spread against an error model.
 
 Clean roundings to nearest pass (and, over many draws, never raise a false alarm); a wrong
 rounding mode, an offset, a gain error and a narrow accumulator fail the statistic that names

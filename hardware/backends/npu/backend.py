@@ -16,6 +16,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from accel_regress.golden.case import Case
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import Crash, NotApplicable, Unsupported
 from accel_regress.backends.npu import device, fused, iron_runner, manifest, xrt_runner
@@ -109,11 +110,12 @@ class NpuBackend(Backend):
         return None, "; ".join(reasons)
 
     def supports_inputs(self, case: Case) -> Optional[str]:
-        """IRON's bfp16 GEMM path (8-bit block exponent, 8-bit mantissas) has no encoding for inf,
-        NaN or subnormals: those input classes run only on its bf16 path (emulate_bfp16=False)."""
-        if case.op == "gemm_partition_n":
-            from accel_regress.families.gemm_partition_n.golden import format_excludes
-            why = format_excludes(case)
+        """A family whose cases declare the device's number format (IRON's bfp16 GEMM path: 8-bit
+        block exponent, 8-bit mantissas, no inf, NaN or subnormals) says which input classes that
+        format cannot hold: its golden module's ``format_excludes`` (core/contracts.py)."""
+        excludes = getattr(registry.module_for("family", case.op), "format_excludes", None)
+        if excludes is not None:
+            why = excludes(case)
             return NotApplicable(why) if why else None
         why = fused.mask_excludes(case)
         if why:

@@ -89,11 +89,7 @@ def revision() -> str:
 def supports(case: Case) -> Optional[str]:
     if case.op not in ADAPTERS:
         return f"no IRON adapter for operator {case.op!r} (IRON mode knows: {', '.join(ADAPTERS)})"
-    if case.op == "gemm_partition_n":
-        return _aiegemm()[1]
-    if case.op == fused.F.OP:
-        return fused.supports(case)
-    return None
+    return READY[case.op](case)
 
 
 def _build_dir(case: Case) -> Path:
@@ -181,7 +177,10 @@ def _fused_decode(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.
     return fused.run(case, inputs, context=ctx, stage=_stage)
 
 
+# This backend's own drivers, by the IRON operator each one drives: how to run the case, and why
+# this IRON cannot (None: it can).
 ADAPTERS = {"gemm_partition_n": _gemm, fused.F.OP: _fused_decode}
+READY = {"gemm_partition_n": lambda case: _aiegemm()[1], fused.F.OP: fused.supports}
 
 
 def run(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[dict, dict]:

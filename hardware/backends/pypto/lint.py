@@ -39,7 +39,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
-RULE = "pto-bare-tile-validshape"
+from accel_regress.backends.pypto import lint_ir
+from accel_regress.backends.pypto.finding import Finding
+
 READS_DST_VALID_SHAPE = re.compile(r"^T(?:ROW|COL)EXPAND\w*$")
 SUFFIXES = (".cpp", ".cc", ".cxx", ".h", ".hpp")
 
@@ -52,27 +54,6 @@ _CALL = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*(?:<[^;(){}]*>)?\s*\(\s*([A-Za-z_]\w*
 _SETVALID = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*SetValid(?:Shape|Row|Col)\s*\(")
 _ASSIGN = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)\s*=(?!=)")
 _DYNAMIC_WORDS = {"-1", "DYNAMIC", "pto::DYNAMIC"}
-
-
-@dataclass
-class Finding:
-    file: str
-    line: int
-    tile: str
-    op: str
-    declared_line: int
-    declaration: str
-    set_later_line: Optional[int] = None
-    rule: str = RULE
-
-    def describe(self) -> str:
-        later = (f"; its SetValidShape comes only at line {self.set_later_line}, after the op"
-                 if self.set_later_line else "")
-        return (f"{self.file}:{self.line}: {self.rule}: tile {self.tile} declared bare at line "
-                f"{self.declared_line} ({self.declaration.strip()}) is written by {self.op}, which reads "
-                f"the destination's valid shape, before any constructor or SetValidShape gave it one"
-                f"{later}. Construct it with its shape (Tile<...>(rows, cols)) or set the valid shape "
-                f"before the op.")
 
 
 @dataclass
@@ -279,7 +260,6 @@ class LintInputError(Exception):
 
 
 def _files(paths: Iterable) -> list[Path]:
-    from accel_regress.backends.pypto import lint_ir
     wanted = SUFFIXES + lint_ir.SUFFIXES
     out: list[Path] = []
     for p in map(Path, paths):
@@ -294,7 +274,6 @@ def _files(paths: Iterable) -> list[Path]:
 
 def lint_paths(paths: Iterable, extra_ops: Iterable[str] = ()) -> tuple[list[Finding], list[Path]]:
     """C++ and PTO IR (``.pto``, by suffix) under ``paths``; bad input raises LintInputError."""
-    from accel_regress.backends.pypto import lint_ir
     files = _files(paths)
     findings: list[Finding] = []
     for f in files:

@@ -62,7 +62,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from accel_regress.backends.pypto.lint import Finding
+from accel_regress.backends.pypto.finding import Finding
 
 SUFFIXES = (".pto",)
 READS_DST_VALID_SHAPE = re.compile(r"^pto\.t(?:row|col)expand\w*$")

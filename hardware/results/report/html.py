@@ -47,10 +47,10 @@ def render(m: Model, heatmaps: dict[str, str], links: list[tuple[str, str]], exp
     h = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
          f"<title>{_e(' · '.join(v.lines()))} · accel-regress report</title>",
          f"<style>{_CSS}</style></head><body>"]
-    # What a release manager must read first: the fault banner, then the gate's verdict.
+    # What a release manager must read first: the gate's verdict, then the fault banner.
+    h.append(f"<h1 id='verdict' class='{'ship' if v.ship else 'noship'}'>{_e(v.head)}</h1>")
     if v.banner:
         h.append(f"<div id='fault'>{_e(v.banner)}</div>")
-    h.append(f"<h1 id='verdict' class='{'ship' if v.ship else 'noship'}'>{_e(v.head)}</h1>")
     if v.reasons:
         h.append("<ul class='reasons' id='reasons'>" + "".join(f"<li>{_e(r)}</li>" for r in v.reasons) + "</ul>")
     h.append(f"<p>The gate's verdict under {_e(v.policy)}, as <code>python -m accel_regress gate</code> gives it.</p>")

@@ -23,10 +23,10 @@ def _session_line(m: Model) -> str:
 
 
 def verdict_block(m: Model) -> list[str]:
-    """The first lines: the fault banner, the gate's SHIP / DON'T SHIP and its reasons."""
+    """The first lines: the gate's SHIP / DON'T SHIP, the fault banner, the gate's reasons."""
     v = m.verdict
-    out = [f"**{md_text(v.banner)}**", ""] if v.banner else []
-    out += [f"# {v.head}", ""]
+    out = [f"# {v.head}", ""]
+    out += [f"**{md_text(v.banner)}**", ""] if v.banner else []
     out += [f"- {md_text(r)}" for r in v.reasons]
     if v.reasons:
         out.append("")

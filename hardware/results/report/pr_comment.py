@@ -1,5 +1,5 @@
-"""``pr-comment.md``: a short markdown summary fit for a pull-request comment: the fault banner and
-the gate's verdict with its reasons, counts per device, the new failures (against the baseline
+"""``pr-comment.md``: a short markdown summary fit for a pull-request comment: the gate's verdict,
+the fault banner, the verdict's reasons, counts per device, the new failures (against the baseline
 when one is given), and links to the full report."""
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ MAX_LISTED = 10
 def render(m: Model, baseline: Optional[dict] = None, link_base: str = "",
            links: tuple = ("index.html", "summary.md", "results.json", "matrix.csv")) -> str:
     v = m.verdict
-    out = [f"**{md_text(v.banner)}**", ""] if v.banner else []
-    out += [f"### {v.head}", ""]
+    out = [f"### {v.head}", ""]
+    out += [f"**{md_text(v.banner)}**", ""] if v.banner else []
     out += [f"- {md_text(r)}" for r in v.reasons] + ([""] if v.reasons else [])
     out += [f"accel-regress: {md_text(m.headline())} · gate policy: {md_text(v.policy)}", ""]
     used = [x for x in ORDER if m.totals.get(x)]

@@ -103,7 +103,7 @@ class Model:
         return "-"
 
     def verdict_lines(self) -> list[str]:
-        """The gate's banner and SHIP / DON'T SHIP line, then its reasons: what a report opens with."""
+        """The gate's SHIP / DON'T SHIP line and fault banner, then its reasons: what a report opens with."""
         v = self.verdict
         return v.lines() + [f"- {r}" for r in v.reasons]
 
