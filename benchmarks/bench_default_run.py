@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -214,7 +215,7 @@ def child(out: str, args: list[str]) -> int:
     return 0
 
 
-def _run_child(tmp: Path, name: str, args: list[str], env: dict) -> dict:
+def run_child(tmp: Path, name: str, args: list[str], env: dict) -> dict:
     out = tmp / f"{name}.json"
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, __file__, "--child", str(out), *args], env=env, cwd=ROOT,
@@ -229,10 +230,15 @@ def _run_child(tmp: Path, name: str, args: list[str], env: dict) -> dict:
     return data
 
 
-def _shares(d: dict) -> str:
+def harness_seconds(d: dict, total: Optional[float] = None) -> float:
+    """What is left of ``total`` (default: the seconds in pytest) after golden, backend and compare."""
+    return (d["total"] if total is None else total) - sum(d["spent"][k] for k in ("golden", "backend", "compare"))
+
+
+def shares(d: dict) -> str:
     s = d["spent"]
     total = d["total"]
-    harness = total - s["golden"] - s["backend"] - s["compare"]
+    harness = harness_seconds(d)
     parts = [("golden", s["golden"]), ("backend", s["backend"]), ("compare", s["compare"]),
              ("harness", harness)]
     lines = [f"  {n:<8} {t:8.2f} s  {100 * t / total:5.1f} %" for n, t in parts]
@@ -274,10 +280,10 @@ def warm_only(args: list[str]) -> int:
     """One run with the usual golden store: the harness breakdown alone."""
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-warm-") as tmp:
-        warm = _run_child(Path(tmp), "warm", args, {**os.environ, "PYTHONPATH": str(ROOT)})
+        warm = run_child(Path(tmp), "warm", args, {**os.environ, "PYTHONPATH": str(ROOT)})
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
-    harness = warm["total"] - sum(warm["spent"][k] for k in ("golden", "backend", "compare"))
-    print(f"\nwarm run ({warm['total']:.1f} s in pytest, {warm['wall']:.1f} s wall):\n{_shares(warm)}")
+    harness = harness_seconds(warm)
+    print(f"\nwarm run ({warm['total']:.1f} s in pytest, {warm['wall']:.1f} s wall):\n{shares(warm)}")
     print(f"  harness share of the warm run:  {harness / warm['total']:.3f}")
     return 0
 
@@ -295,15 +301,15 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-golden-") as tmp:
         tmp = Path(tmp)
         env = {**os.environ, "ACCEL_GOLDEN_CACHE": str(tmp / "golden"), "PYTHONPATH": str(ROOT)}
-        cold = _run_child(tmp, "cold", args, env)
-        warm = _run_child(tmp, "warm", args, env)
-        par = _run_child(tmp, "warm -n 2", [*args, "-n", "2"], env) if parallel else None
+        cold = run_child(tmp, "cold", args, env)
+        warm = run_child(tmp, "warm", args, env)
+        par = run_child(tmp, "warm -n 2", [*args, "-n", "2"], env) if parallel else None
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
-    print(f"\nwarm run ({warm['total']:.1f} s in pytest):\n{_shares(warm)}")
-    print(f"cold run ({cold['total']:.1f} s in pytest):\n{_shares(cold)}")
+    print(f"\nwarm run ({warm['total']:.1f} s in pytest):\n{shares(warm)}")
+    print(f"cold run ({cold['total']:.1f} s in pytest):\n{shares(cold)}")
     s_cold, s_warm = cold["spent"]["golden"], warm["spent"]["golden"]
     print("\nratios")
-    harness = warm["total"] - sum(warm["spent"][k] for k in ("golden", "backend", "compare"))
+    harness = harness_seconds(warm)
     print(f"  harness share of the warm run:  {harness / warm['total']:.3f}")
     print(f"  golden cold / warm:             {s_cold / max(s_warm, 1e-9):.1f}x "
           f"({s_cold:.2f} s / {s_warm:.2f} s)")

@@ -119,10 +119,11 @@ class RunMemo:
             self._weak[key] = run
         except TypeError:          # not weakly referable: held strongly only
             pass
-        for k in [k for k, e in self._held.items() if e.nbytes]:
-            if self._held_bytes <= self.budget:
-                break
-            self._drop(k)
+        if self._held_bytes > self.budget:      # (a scan of every held run on each put cost O(runs^2))
+            for k in [k for k, e in self._held.items() if e.nbytes]:
+                if self._held_bytes <= self.budget:
+                    break
+                self._drop(k)
         self.peak_bytes = max(self.peak_bytes, self._held_bytes)
 
     def _drop(self, key) -> None:

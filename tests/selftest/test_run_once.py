@@ -5,7 +5,8 @@ A pytest run over a few cases of each of the five families counts every backend 
 by backend, case identity, inputs and fault: none may run twice. The GEMM cases are the ones whose
 ``test_partition`` parameters pytest does not group with ``test_forward_*`` (before the session's
 run memo, a P4 configuration ran 5 times). A HANG is remembered like any result, and ``--repeat 2``
-still runs every case twice.
+still runs every case twice. The matmul shape property runs each shape once while hypothesis
+shrinks a failure (without the memo its shrinker reruns shapes it has tried).
 """
 import json
 import os
@@ -29,7 +30,7 @@ FAMILIES = {"gemm_partition_n", "matmul", "f32_reduction", "rowexpandmul_fillpad
 
 def _pytest(tmp_path, files, select, *options):
     count_dir = tmp_path / "counts"
-    count_dir.mkdir()
+    count_dir.mkdir(parents=True)
     report_dir = tmp_path / "reports"
     env = {**os.environ, "ACCEL_RUN_COUNT_DIR": str(count_dir),
            "PYTHONPATH": os.pathsep.join([str(FIXTURES), os.environ.get("PYTHONPATH", "")])}
@@ -82,3 +83,28 @@ def test_repeat_still_runs_every_case_each_time(tmp_path):
     results, runs, _ = _pytest(tmp_path, FILES[:1], SELECT, "--repeat", "2")
     assert {c["verdict"] for c in results["cases"]} == {"PASS"}
     assert len(runs) == 10 and not _repeats(runs, times=2), runs
+
+
+# Hypothesis's shrinker asks for shapes it has tried before (a failing shape's replay, the same
+# simplification reached by two paths): the property layout of the matmul family. No seed example
+# has an odd N, so the shrinker, not an explicit example, finds the failure.
+ODD_N_HANGS = '''
+from accel_regress import Hang
+
+def odd_n_hangs(case, outputs):
+    if case.op == "matmul" and case.params["N"] % 2 == 1 and case.params["N"] > 1:
+        raise Hang("injected: an odd N never completes")
+    return outputs
+'''
+
+
+def test_a_shrinking_property_runs_each_shape_once(tmp_path):
+    (tmp_path / "odd_n.py").write_text(ODD_N_HANGS)
+    fault = ("--inject-fault", f"{tmp_path / 'odd_n.py'}:odd_n_hangs")
+    files, select = ["tests/test_matmul_shapes_property.py"], "test_matmul_shape_exact"
+    results, runs, proc = _pytest(tmp_path / "memo", files, select, *fault)
+    assert {c["verdict"] for c in results["cases"]} == {"HANG"}, proc.stdout[-3000:]
+    assert len(runs) > 10 and not _repeats(runs), "a shape ran more than once:\n" + "\n".join(_repeats(runs))
+    # The control: without the memo the same run repeats shapes, so the check above can fail.
+    _, plain, _ = _pytest(tmp_path / "plain", files, select, *fault, "-p", "no:accel_regress.plugin.run_memo")
+    assert _repeats(plain), f"{len(plain)} shapes, none repeated without the memo: the layout tests nothing"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -132,6 +133,23 @@ def pytest_sessionstart(session):
              "runner": config.getoption("history_runner") or _first_env(RUNNER_ENV),
              "policy": config.getoption("gate_policy", None)}
     sink.session.update({k: v for k, v in extra.items() if v})
+
+
+@pytest.hookimpl(trylast=True)      # after the fork server has started
+def pytest_accel_regress_engaged(config):
+    if _state(config).location is not None and not _is_worker(config) \
+            and not config.option.collectonly:
+        # SQLAlchemy and the dashboard cost ~0.25 s of CPU to import: done now, while the session
+        # mostly waits on the isolated worker's start (torch), not at its end, where a one-case run
+        # would wait for it (issue 30 item 2; benchmarks/bench_harness.py).
+        threading.Thread(target=_import_history, name="accel-regress history import", daemon=True).start()
+
+
+def _import_history() -> None:
+    try:
+        from accel_regress.results.history import dashboard, store  # noqa: F401
+    except Exception:       # store_run imports them again and says what is wrong, in its one line
+        pass
 
 
 def store_run(config, data: dict, report_dir: Path) -> str:
