@@ -128,6 +128,7 @@ def _timed_run_case(fn):
 def _instrument():
     from accel_regress import golden
     import accel_regress.golden.compare
+    import accel_regress.golden.inputs
     import accel_regress.golden.store
     import accel_regress.core.runner
     from accel_regress.core.isolation import pool
@@ -140,6 +141,8 @@ def _instrument():
         for name, fn in list(vars(module).items()):
             if inspect.isfunction(fn) and fn.__module__ == module.__name__ and not name.startswith("_"):
                 setattr(module, name, _timed(category, fn))
+    # Hashing a case's inputs (the run memo's key, handed on to the run) is harness, not golden.
+    accel_regress.golden.inputs.sha256_of = _always("hashing", sha256_of)
     accel_regress.golden.store.cached = _timed_store(accel_regress.golden.store.cached)
     # Names imported elsewhere (``from golden import assert_close``) are rebound too.
     golden.assert_close = accel_regress.golden.compare.assert_close

@@ -246,12 +246,14 @@ def contract_error(backend_name: str, case: Case, outputs: Mapping[str, np.ndarr
 
 def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
              fault: Optional[str] = None, timeout_s: Optional[float] = None,
-             context: Optional[Context] = None) -> Run:
-    """One run of ``case`` on a backend; ``context``: the session's (None: the script's, ``script``)."""
+             context: Optional[Context] = None, inputs_sha256: Optional[str] = None) -> Run:
+    """One run of ``case`` on a backend; ``context``: the session's (None: the script's, ``script``).
+    ``inputs_sha256``: ``sha256_of(inputs)`` when the caller has it already (the run memo's key):
+    hashing the inputs again costs as much as the first time."""
     ctx = context if context is not None else script
     isolation, hang_guard = ctx.isolation, ctx.hang_guard
     backend = registry.get(backend_name)
-    run = Run(backend_name, case, sha256_of(inputs), context=ctx)
+    run = Run(backend_name, case, inputs_sha256 or sha256_of(inputs), context=ctx)
     reason = registry.availability(backend_name)
     if reason is None:
         reason = backend.supports_inputs(case) or backend.supports(case)

@@ -95,18 +95,20 @@ def run_case(config, backend: str, case: Case, inputs: Mapping[str, np.ndarray],
     from accel_regress.plugin import repeat as repeating   # numpy is loaded by now: a case is running
     context = isolation.context(config)
     repeat = repeating.repetitions(config)
+    state = _state(config)
+    digest = sha256_of(inputs) if state.memo is not None else None    # the key's, handed to the run too
 
     def one():
-        return runner.run_case(backend, case, inputs, fault=fault, timeout_s=timeout_s, context=context)
+        return runner.run_case(backend, case, inputs, fault=fault, timeout_s=timeout_s, context=context,
+                               inputs_sha256=digest)
 
     def run():
         if repeat is None:
             return one()
         return repeating.run_case(repeat, context, one)
-    state = _state(config)
     if state.memo is None:
         return run()
-    rest = (case.key, sha256_of(inputs), fault, timeout_s, repeat.index if repeat is not None else None)
+    rest = (case.key, digest, fault, timeout_s, repeat.index if repeat is not None else None)
     return state.memo.get_or_run((backend, context.device(backend)) + rest, run, state.module,
                                  key_after=lambda: (backend, context.device(backend)) + rest)
 

@@ -2,7 +2,7 @@
 
 ``Isolation.run(job)`` hands the job to the warm worker and waits at most the job's bound. The
 worker is replaced only when a run hangs (stack dumped, then its process group killed) or the
-worker dies (signal, exit code); each case pays a message round trip and the .npy transfer (inputs
+worker dies (signal, exit code); each case pays a message round trip and the array files (inputs
 written once per content: the same case on the next backend reuses them), never an interpreter
 start or a torch import. Under pytest-xdist every xdist worker process has its own
 ``Isolation``, so a hang costs one case of one xdist worker.

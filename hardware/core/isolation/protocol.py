@@ -1,7 +1,7 @@
 """Messages between the pytest process, the fork server and its workers: length-prefixed JSON.
 
 Only small JSON control messages travel on the sockets (job descriptions, verdicts, file names);
-arrays go through .npy files (see ``transfer``), so nothing is pickled and a 0.5 GB output never
+arrays go through raw files (see ``transfer``), so nothing is pickled and a 0.5 GB output never
 passes through a pipe. File descriptors (a new worker's socket) travel with SCM_RIGHTS.
 """
 from __future__ import annotations

@@ -1,12 +1,15 @@
-"""Arrays between the pytest process and a worker: one .npy file each in a per-job folder.
+"""Arrays between the pytest process and a worker: one file of raw bytes each in a per-job folder,
+its dtype and shape in the index that travels in the (JSON) message.
 
 The folder lives on /dev/shm when it is big enough (tmpfs: writing is a memory copy, and a big
 array is read back as a copy-on-write memory map, so a 0.5 GB output costs one copy, never a
-pickle through a pipe). Files are read with ``allow_pickle=False``. Dtypes numpy cannot describe
-in a .npy header without pickling (ml_dtypes' bfloat16, ...) travel as raw bytes plus their name;
-every other dtype that is not a native builtin (a byte-swapped ``>f4``, a ``V8`` void) as raw
-bytes plus its full ``dtype.str``, byte order included: the reader gets the dtype the backend
-returned, so the output contract sees it (issue 26 item 1).
+pickle through a pipe). Nothing is pickled: a file holds the array's bytes in C order and nothing
+else. The dtype travels as its full ``dtype.str`` (byte order included: a byte-swapped ``>f4``, a
+``V8`` void), or by name where ``str`` does not say it (ml_dtypes' bfloat16, ... read as ``<V2``):
+the reader gets the dtype the backend returned, so the output contract sees it (issue 26 item 1).
+Raw files, not .npy: both ends run this module's code, and np.save / np.load spend 60-120 us per
+array on the .npy header (np.load parses it with ``ast.literal_eval``) for arrays that are mostly
+kilobytes, several per run.
 """
 from __future__ import annotations
 
@@ -62,34 +65,34 @@ def dtype_by_name(name: str) -> np.dtype:
 
 
 def write_arrays(folder: Path, prefix: str, arrays: Mapping[str, np.ndarray]) -> list[list]:
-    """Save each array; return [[name, file, raw_dtype_or_None, shape], ...] for the other side."""
+    """Save each array's bytes; return [[name, file, dtype tag, shape], ...] for the other side."""
     index = []
     for i, (name, value) in enumerate(arrays.items()):
         arr = np.asarray(value)
         if arr.dtype.kind == "O":
             raise TypeError(f"array {name!r} has dtype object; only numeric arrays can be transferred")
-        path = folder / f"{prefix}{i}.npy"
+        path = folder / f"{prefix}{i}.bin"
         if _plain(arr.dtype):
-            np.save(path, arr, allow_pickle=False)
-            index.append([name, str(path), None, list(arr.shape)])
+            arr.tofile(path)             # C order whatever the array's layout
         else:
-            raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-            np.save(path, raw, allow_pickle=False)
-            index.append([name, str(path), _tag(arr.dtype), list(arr.shape)])
+            np.ascontiguousarray(arr).reshape(-1).view(np.uint8).tofile(path)
+        index.append([name, str(path), _tag(arr.dtype), list(arr.shape)])
     return index
 
 
 def read_arrays(index: list, unlink: bool = False) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
-    for name, path, raw_dtype, shape in index:
+    for name, path, tag, shape in index:
+        dtype = dtype_by_name(tag)
         size = os.path.getsize(path)
         if size >= MMAP_MIN_BYTES:
             # Copy-on-write map: writable by the reader, never written back; stays valid after unlink.
-            arr = np.asarray(np.load(path, mmap_mode="c", allow_pickle=False))
+            arr = np.asarray(np.memmap(path, dtype=np.uint8, mode="c")).view(dtype).reshape(shape)
+        elif _plain(dtype):
+            arr = np.fromfile(path, dtype=dtype)
+            arr.shape = tuple(shape)     # in place: the array owns its data, as np.load's did
         else:
-            arr = np.load(path, allow_pickle=False)
-        if raw_dtype is not None:
-            arr = arr.view(dtype_by_name(raw_dtype)).reshape(shape)
+            arr = np.fromfile(path, dtype=np.uint8).view(dtype).reshape(shape)
         out[name] = arr
         if unlink:
             os.unlink(path)
