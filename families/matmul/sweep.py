@@ -20,7 +20,8 @@ from accel_regress.families.matmul import golden as golden_matmul
 from accel_regress.golden.inputs import CLASSES
 from accel_regress.core import registry, runner, verdicts
 from accel_regress.results import rules
-from accel_regress.core.isolation.bounds import gib, seconds
+from accel_regress.results.repro import seconds_argument
+from accel_regress.core.isolation.bounds import gib
 
 
 @dataclass
@@ -164,16 +165,8 @@ def parser(prog: str = "python -m accel_regress sweep") -> argparse.ArgumentPars
                    help="input class (golden/inputs.py): exact small integers compared bit for bit (default), "
                         "normal values within the error model, or another class")
     p.add_argument("--golden-seed", type=int, default=0, help="shift every shape's input seed")
-    p.add_argument("--case-timeout", type=_seconds, default=None, help="bound for one run in seconds")
+    p.add_argument("--case-timeout", type=seconds_argument, default=None, help="bound for one run in seconds")
     return p
-
-
-def _seconds(text: str) -> float:
-    """argparse's type for --case-timeout: a usage error (exit 2) unless a positive, finite bound."""
-    try:
-        return seconds(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv=None, prog: str = "python -m accel_regress sweep") -> int:

@@ -35,9 +35,7 @@ _MEMO = pytest.StashKey[SessionMemo]()
 
 
 def _state(config) -> SessionMemo:
-    if _MEMO not in config.stash:
-        config.stash[_MEMO] = SessionMemo()
-    return config.stash[_MEMO]
+    return config.stash.setdefault(_MEMO, SessionMemo())
 
 
 def memo(config) -> Optional[RunMemo]:

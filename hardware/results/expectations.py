@@ -274,9 +274,7 @@ _STATE = pytest.StashKey[SessionExpectations]()
 
 
 def _state(config) -> SessionExpectations:
-    if _STATE not in config.stash:
-        config.stash[_STATE] = SessionExpectations()
-    return config.stash[_STATE]
+    return config.stash.setdefault(_STATE, SessionExpectations())
 
 
 def summary(config) -> Optional[dict]:

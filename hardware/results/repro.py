@@ -30,7 +30,8 @@ from accel_regress.results.expectations import Expectations, ExpectationsError, 
 OK, BUG, USAGE = 0, 1, 2
 
 
-def _seconds(text: str) -> float:
+def seconds_argument(text: str) -> float:
+    """argparse's type for --case-timeout: a usage error (exit 2) unless a positive, finite bound."""
     try:
         return seconds(text)
     except ValueError as exc:
@@ -45,7 +46,7 @@ def add_options(ap: argparse.ArgumentParser, *, default_hw: str,
     ap.add_argument("--fault", "--inject-fault", dest="fault", default=None, metavar="NAME|FILE.py:NAME",
                     help=fault_help)
     ap.add_argument("--golden-seed", type=int, default=0, help="shift every case's input seed (as pytest's)")
-    ap.add_argument("--case-timeout", type=_seconds, default=None, metavar="SECONDS",
+    ap.add_argument("--case-timeout", type=seconds_argument, default=None, metavar="SECONDS",
                     help="bound for one run (default: the backend's own, per case)")
     return add_expectation_options(ap)
 

@@ -41,9 +41,7 @@ _REPORTS = pytest.StashKey[Reports]()
 
 
 def _state(config) -> Reports:
-    if _REPORTS not in config.stash:
-        config.stash[_REPORTS] = Reports()
-    return config.stash[_REPORTS]
+    return config.stash.setdefault(_REPORTS, Reports())
 
 
 def verdict(config):
