@@ -125,10 +125,17 @@ def _tiles_and_ships(tmp_path, capsys, one: Path, two: Path) -> None:
         session = record.load(path)["session"]
         assert session["shard"] == [i, 2] and session["selection"]["tests"] == 6
     merged = tmp_path / "merged" / "results.json"
-    code, out = _merge(capsys, one, two, "-o", merged)
+    snapshot = tmp_path / shard.DURATIONS_FILE
+    code, out = _merge(capsys, one, two, "-o", merged, "--write-durations", snapshot)
     assert code == 0, out
     code, out = _gate(capsys, merged)
     assert code == 0 and out.startswith("SHIP"), out
+    # The merge's durations are the next runs' snapshot (pytest-split's format): the slow tests
+    # now go to different shards, and the split is a new one (its digest says so).
+    seconds, _ = shard.load_durations(snapshot)
+    assert sorted(seconds) == ALL and seconds[ALL[5]] >= 0.5 > seconds[ALL[0]]
+    nxt = _collect(tmp_path, "1/2", "--history", "none")
+    assert nxt != a and (ALL[5] in nxt) != (ALL[4] in nxt), nxt
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
