@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from accel_regress.core import verdicts
 from accel_regress.results.history import questions as Q
@@ -157,23 +157,35 @@ def _views(history: History, runs: int, flaky: set, with_faults: bool) -> list[R
             for before, run_id in zip(run_ids, run_ids[1:]):
                 if run_id in views:
                     previous[(run_id, label)] = before
+        # Passes and skips only counted (most of a run); the rest, few, one by one.
+        told = (*BAD, verdicts.XFAIL, verdicts.XPASS)
+        plain = []
+        for i in range(0, len(window), _CHUNK):
+            plain += conn.execute(
+                select(T.c.family, D.c.label, C.c.run_id, C.c.verdict, func.count())
+                .join(T, T.c.id == C.c.test_id).join(D, D.c.id == C.c.device_id)
+                .where(C.c.run_id.in_(window[i:i + _CHUNK]), C.c.verdict.not_in(told))
+                .group_by(T.c.family, D.c.label, C.c.run_id, C.c.verdict)).all()
         wanted = sorted(set(window) | set(previous.values()))
         failed_in: set = set()        # (run id, test key, device) that failed
         rows = []
         for i in range(0, len(wanted), _CHUNK):
             q = (select(C.c.run_id, T.c.key, T.c.family, D.c.label, C.c.verdict, C.c.stats)
                  .join(T, T.c.id == C.c.test_id).join(D, D.c.id == C.c.device_id)
-                 .where(C.c.run_id.in_(wanted[i:i + _CHUNK])))
+                 .where(C.c.run_id.in_(wanted[i:i + _CHUNK]), C.c.verdict.in_(told)))
             for run_id, key, family, label, verdict, stats in conn.execute(q):
                 if verdict in BAD:
                     failed_in.add((run_id, key, label))
                 if run_id in views:
                     rows.append((run_id, key, family, label, verdict, stats))
+    for family, label, run_id, verdict, n in plain:
+        kind = "ok" if verdict in GOOD else "skip"
+        views[run_id].cells[(family or "?", label)][kind] += int(n)
     for run_id, key, family, label, verdict, stats in rows:
         view = views[run_id]
         where = f"{key} on {label}"
-        if view.run.fault:
-            kind = "fault" if verdict in BAD else "ok" if verdict in GOOD else "skip"
+        if view.run.fault and verdict in BAD:
+            kind = "fault"
         elif verdict in BAD:
             if (key, label) in flaky:
                 kind = "flaky"
@@ -186,13 +198,9 @@ def _views(history: History, runs: int, flaky: set, with_faults: bool) -> list[R
         elif verdict == verdicts.XFAIL:
             kind = "known"
             view.known.append((key, label, _expectation(stats)))
-        elif verdict == verdicts.XPASS:
+        else:
             kind = "xpass"
             view.lists[kind].append(where)
-        elif verdict in GOOD:
-            kind = "ok"
-        else:
-            kind = "skip"
         view.cells[(family or "?", label)][kind] += 1
     return [views[i] for i in reversed(window)]
 
