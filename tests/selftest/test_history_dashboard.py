@@ -130,3 +130,22 @@ def test_dashboard_in_headless_chromium(page, tmp_path):
     for name, rgb in (("new / DON'T SHIP", (0xdd, 0x33, 0x33)), ("flaky", (0xf2, 0xb0, 0x1e)),
                       ("known", (0x6a, 0x5a, 0xcd))):
         assert _pixels(img, rgb) > 100, name
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_lone_shard_is_not_a_release_decision_on_the_page(kind, request, tmp_path):
+    location = (str(tmp_path / "history.sqlite") if kind == "sqlite"
+                else request.getfixturevalue("postgres").create_database())
+    history = History(location)
+    try:
+        history.ingest(make_results(0, {"a": "PASS"}))
+        data = make_results(1, {"b": "PASS"})
+        data["session"]["argv"] = ["tests/test_demo.py", "--shard", "1/2"]
+        history.ingest(data)
+        text = dashboard.render(history)
+    finally:
+        history.close()
+    latest = _between(text, "id=latest", "</section>")
+    assert "NOT A RELEASE DECISION" in latest and "shard 1/2 alone: merge the results.json of all 2 shards" in latest
+    heads = re.findall(r"<th class=c [^>]*>(.*?)</th>", _between(text, "id=matrix", "</table>"))
+    assert "shard 1/2" in heads[0] and heads[1].endswith("SHIP</b>"), heads
