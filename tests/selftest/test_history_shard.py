@@ -151,12 +151,12 @@ def test_shards_one_after_the_other_against_one_history_tile_the_selection(kind,
 
 def test_shards_against_two_separate_histories_tile_the_selection(request, tmp_path, capsys):
     """Each runner its own history (a fresh SQLite file; a PostgreSQL server that already holds a
-    whole run's durations): the same split all the same."""
+    whole run's durations), one of them under xdist: the same split all the same."""
     (tmp_path / "test_demo.py").write_text(TESTS)
     server = _history("postgresql", request, tmp_path, "b")
     _run(tmp_path, "earlier", server)
     one = _run(tmp_path, "shard1", _history("sqlite", request, tmp_path, "a"), "--shard", "1/2")
-    two = _run(tmp_path, "shard2", server, "--shard", "2/2")
+    two = _run(tmp_path, "shard2", server, "--shard", "2/2", "-n", "2")     # under xdist: the workers split
     _tiles_and_ships(tmp_path, capsys, one, two)
 
 
