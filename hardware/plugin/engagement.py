@@ -38,7 +38,8 @@ ON_ENGAGEMENT = (
     "accel_regress.results.expectations",               # known bugs: XFAIL / strict XPASS, known hangs not attempted
     "accel_regress.results.report.plugin",              # markdown, html and heatmaps after results.json
     "accel_regress.plugin.repeat",                      # --repeat N: mixed outcomes are FLAKY k/N
-    "accel_regress.results.history.plugin",             # every run into the results history; --shard
+    "accel_regress.plugin.shard",                       # --shard I/N: a split every runner computes alike
+    "accel_regress.results.history.plugin",             # every run into the results history
 )
 
 

@@ -8,11 +8,14 @@ SHIP only for one that is (issue 26, items 2, 3 and 6): each answer here is a bl
 - no cases: nothing was tested (an empty selection, a collection that found nothing);
 - a pytest exit status that says a test failed while no case in the record did: the record lost
   the failure (a crashed xdist worker's case, before it was recorded);
-- ``complete: false``: the session stopped early (``-x``, ``--maxfail``) and says so.
+- ``complete: false``: the session stopped early (``-x``, ``--maxfail``) and says so;
+- one shard of a ``--shard`` split alone, or a merge whose shards do not tile their selection
+  (missing shards, a shard twice, shards of different splits: hardware/results/tiling.py).
 """
 from __future__ import annotations
 
 from accel_regress.core import verdicts
+from accel_regress.results import tiling
 
 # pytest's exit statuses (pytest.ExitCode) without importing pytest into the commands.
 _EXIT_WORDS = {1: "tests failed", 2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -40,4 +43,9 @@ def refusals(data: dict) -> list[str]:
     if session.get("complete") is False and not session.get("interrupted"):
         out.append(f"the session stopped early ({session.get('stop_reason') or 'not every selected test ran'}): "
                    f"its results are incomplete")
+    lone = tiling.lone_shard(session)
+    if lone:
+        out.append(lone)
+    sources = [s for s in session.get("merged_from") or [] if isinstance(s, dict)]
+    out += [f"the merged shards do not tile their selection: {p}" for p in tiling.problems(sources)]
     return out

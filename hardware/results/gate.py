@@ -13,7 +13,8 @@ Blocking, always:
 - required markers / families with no case that ran on a required backend;
 - an interrupted session (its results are incomplete);
 - a record that is not whole (hardware/results/completeness.py): no session, no cases, a session that
-  never finished (killed), an exit status that says a test failed while no case did.
+  never finished (killed), an exit status that says a test failed while no case did, one shard of a
+  ``--shard`` split alone, a merge whose shards do not tile their selection (hardware/results/tiling.py).
 Blocking when the policy says so (the default does): cases much slower than in the baseline.
 Said but not blocking: new hangs and crashes are named first; other SKIPs are counted with
 their reasons; known bugs (XFAIL, not attempted) are counted; bugs that are now fixed.

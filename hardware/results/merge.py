@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Optional
 
-from accel_regress.results import record as results, strict_json
+from accel_regress.results import record as results, strict_json, tiling
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
 
@@ -39,13 +39,22 @@ def _parse_input(arg: str) -> tuple[Optional[str], Path]:
     return None, Path(arg)
 
 
+class ShardsDoNotTile(ValueError):
+    """Shard records that are not every shard of one split (hardware/results/tiling.py)."""
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
 def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]]:
-    """Merge results files; returns (merged results dict, notes for the user)."""
+    """Merge results files; returns (merged results dict, notes for the user). Shards that do not
+    tile their selection exactly raise ShardsDoNotTile."""
     notes: list[str] = []
     by_cell: dict[tuple[str, str], dict] = {}
     sources, backends = [], {}
     hw: list[str] = []
     interrupted = False
+    ran: dict[str, list] = {}       # a shard's file -> the node ids it ran
     for label, path in inputs:
         data = results.load(path)   # names the file and what is wrong with it
         session = data.get("session") or {}
@@ -82,7 +91,13 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
                         "started": session.get("started"), "finished": session.get("finished"),
                         "argv": session.get("argv"), "exit_status": session.get("exit_status"),
                         "fault": session.get("fault"), "golden_seed": session.get("golden_seed"),
-                        "interrupted": session.get("interrupted"), "devices": sorted(devices)})
+                        "interrupted": session.get("interrupted"), "devices": sorted(devices),
+                        **{k: session[k] for k in tiling.SHARD_FIELDS if k in session}})
+        if tiling.shard_of(session):
+            ran[str(path)] = [c["nodeid"] for c in data["cases"]]
+    problems = tiling.problems(sources, ran)
+    if problems:
+        raise ShardsDoNotTile(problems)
     cases = list(by_cell.values())
     session = {"merged_from": sources, "hw": hw, "interrupted": interrupted,
                "started": min((s["started"] for s in sources if s["started"]), default=None),
@@ -93,6 +108,16 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
               "backends": backends, "cases": cases,
               "summary": results.summarize({**c, "backend": c["device"]} for c in cases)}  # by device
     return merged, notes
+
+
+def durations(merged: dict) -> dict[str, float]:
+    """{node id: seconds} of the cases that ran (the --shard-durations snapshot format)."""
+    out: dict[str, float] = {}
+    for c in merged["cases"]:
+        d = c.get("duration_s")
+        if isinstance(d, (int, float)) and not isinstance(d, bool) and c["verdict"] not in verdicts.NOT_RUN:
+            out[c["nodeid"]] = max(float(d), out.get(c["nodeid"], 0.0))
+    return dict(sorted(out.items()))
 
 
 def _bring_arrays(merged: dict, out_dir: Path, notes: list[str]) -> int:
@@ -142,6 +167,10 @@ def main(argv=None) -> int:
                         "device the backend reported, else the backend id)")
     p.add_argument("-o", "--output", default="reports/merged/results.json",
                    help="where the merged results.json goes (default: %(default)s)")
+    p.add_argument("--write-durations", metavar="FILE",
+                   help="also write the merged cases' durations as a --shard-durations snapshot ({node id: "
+                        "seconds}, pytest-split's format; the longest where a test ran on several devices), "
+                        "to commit for the next runs' --shard split")
     p.add_argument("--allow-fault", action="store_true",
                    help="merge runs with an injected fault too (they are not release runs; the merged "
                         "file keeps their fault, so its reports and gate say so)")
@@ -150,6 +179,11 @@ def main(argv=None) -> int:
         merged, notes = merge(_parse_input(a) for a in args.inputs)
     except results.ResultsError as exc:
         print(f"merge: {exc}", file=sys.stderr)
+        return 2
+    except ShardsDoNotTile as exc:
+        print("merge: refused: the shards do not tile their selection:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  - {problem}", file=sys.stderr)
         return 2
     from accel_regress.results.gate import release_refusal
     refusal = release_refusal(merged, args.allow_fault)
@@ -167,6 +201,13 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"merge: -o {out}: cannot write it: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    if args.write_durations:
+        try:
+            results.write_atomic(Path(args.write_durations), strict_json.dumps(durations(merged), indent=1) + "\n")
+        except OSError as exc:
+            print(f"merge: --write-durations {args.write_durations}: cannot write it: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
     if copied:
         print(f"copied {copied} heatmap array(s) into {out.parent / 'arrays'}")
     for note in notes:

@@ -184,3 +184,46 @@ def test_merge_reads_each_file_a_bounded_number_of_times(tmp_path, monkeypatch):
         merged, _notes = merge.merge([("Phoenix", path)])
         assert len(merged["cases"]) == n
         assert len(passes) <= 3, f"{len(passes)} passes over {n} cases"
+
+
+def _shards(tmp_path, prefix, host, device, n, tests, extra_tests=()):
+    """N shard records of one split of ``tests`` on one device (hardware/results/history/shard.py)."""
+    from accel_regress.results.history import shard
+    ids = [_case(t, "npu", "PASS")["nodeid"] for t in tests]
+    split = shard.assign(ids, [None] * len(ids), n)
+    out = []
+    for i in range(1, n + 1):
+        mine = [t for t, s in zip(tests, split) if s == i - 1] + list(extra_tests)
+        path = _runner(tmp_path, f"{prefix}{i}.json", host, "npu", {t: "PASS" for t in mine}, device=device)
+        data = json.loads(path.read_text())
+        data["session"].update(shard.record(i, n, ids, split, "by count"))
+        path.write_text(json.dumps(data))
+        out.append(path)
+    return out
+
+
+def test_shards_tile_per_device_and_a_whole_run_beside_them_is_refused(tmp_path, capsys):
+    """Two devices, each split in two by its own runners: each device's shards tile its selection,
+    so the merge is whole and ships; a whole run of the same device beside its shards (every test
+    would count twice) is refused, naming it; the other device's whole run is not a problem."""
+    from accel_regress.results import gate
+    tests = ["test_forward", "test_partition", "test_tail"]
+    phoenix = _shards(tmp_path, "phx", "box-1", "NPU Phoenix", 2, tests)
+    krackan = _shards(tmp_path, "krk", "box-2", "npu6", 2, tests)
+    out = tmp_path / "merged" / "results.json"
+    assert merge.main([*map(str, phoenix + krackan), "-o", str(out)]) == 0, capsys.readouterr().err
+    assert "6 cases on npu/Krackan, npu/Phoenix" in capsys.readouterr().out
+    assert gate.main([str(out)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    whole = _runner(tmp_path, "phx-whole.json", "box-3", "npu", {t: "PASS" for t in tests}, device="NPU Phoenix")
+    strix = _runner(tmp_path, "strix.json", "box-4", "npu", {t: "PASS" for t in tests}, device="NPU Strix")
+    assert merge.main([*map(str, phoenix), str(strix), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert merge.main([*map(str, phoenix), str(whole), "-o", str(tmp_path / "m2.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"on npu/Phoenix: {whole} (a whole run) beside shards of the same device(s)" in err, err
+    # A record whose share does not add up with the others (edited, or a runner with other tests).
+    odd = _shards(tmp_path, "odd", "box-1", "NPU Phoenix", 2, tests, extra_tests=["test_extra"])
+    assert merge.main([*map(str, odd), "-o", str(tmp_path / "m3.json")]) == 2
+    err = capsys.readouterr().err
+    assert "1 test(s) ran in two shards: tests/test_gemm_partition_n.py::test_extra" in err, err

@@ -10,7 +10,7 @@ One interface, two back ends through SQLAlchemy Core (schema versions by Alembic
 - ``questions``   flaky, regressions, show, the gate's inputs, durations, the dashboard's matrix
 - ``baseline``    ``gate --baseline history``
 - ``dashboard``   history.html
-- ``shard``       ``--shard I/N`` balanced by the history's durations
+- ``shard``       the ``--shard I/N`` split: a pure function of the selection and a durations snapshot file
 - ``plugin``      the pytest options and the ingest at session end
 - ``cli``         ``accel-regress history ...``
 - ``localserver`` a throwaway PostgreSQL server on a Unix socket (the selftests, the benchmark)

@@ -12,4 +12,7 @@ def pytest_addoption(parser):
     g.addoption("--history-runner", default=None, metavar="LABEL",
                 help="runner label stored with the run (default: $RUNNER_NAME, $CI_RUNNER_DESCRIPTION, ...)")
     g.addoption("--shard", default=None, metavar="I/N",
-                help="run only shard I of N, balanced by the durations the history holds")
+                help="run only shard I of N of the selection (N <= 1000), balanced by --shard-durations")
+    g.addoption("--shard-durations", default=None, metavar="FILE",
+                help="durations snapshot the --shard split balances, {node id: seconds} as pytest-split's "
+                     ".test_durations (default: .test_durations in the rootdir if there, else by test count)")

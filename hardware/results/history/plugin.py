@@ -1,5 +1,5 @@
 """The history part of the pytest plugin (its options: history/options.py), registered when a
-session engages: ``--history``, ``--history-revision``, ``--history-runner``, ``--shard I/N``.
+session engages: ``--history``, ``--history-revision``, ``--history-runner`` (``--shard`` is plugin/shard.py).
 
 At the end of a session (in the controller only, so once under xdist), after results.json is
 written, the run goes into the history and history.html is written next to the reports. A history
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -33,93 +33,20 @@ def _is_worker(config) -> bool:
 
 @dataclass
 class SessionHistory:
-    """This session's history: where it goes, how it went, and the --shard split."""
+    """This session's history: where it goes and how it went."""
     location: object = None                  # resolve(--history): a path or URL, None for none
     status: Optional[tuple] = None           # (the line the terminal shows, whether it is a warning)
-    shard: Optional[tuple] = None            # (i, n) of --shard I/N
-    durations: dict = field(default_factory=dict)   # (test key, backend) -> seconds, what the split balances
-    durations_note: str = ""
 
 
 _HISTORY = pytest.StashKey[SessionHistory]()
 
 
 def pytest_configure(config):
-    from accel_regress.results.history import shard
-    state = config.stash[_HISTORY] = SessionHistory(resolve(config.getoption("history")))
-    spec = config.getoption("shard")
-    if not spec:
-        return
-    try:
-        state.shard = shard.parse(spec)
-    except ValueError as exc:
-        raise pytest.UsageError(f"--shard: {exc}") from None
-    if _is_worker(config):
-        state.durations = {tuple(k): v for k, v in config.workerinput.get("accel_durations", [])}
-        state.durations_note = config.workerinput.get("accel_durations_note", "")
-    else:
-        state.durations, state.durations_note = _durations(state.location)
+    config.stash[_HISTORY] = SessionHistory(resolve(config.getoption("history")))
 
 
 def _state(config) -> SessionHistory:
     return config.stash.get(_HISTORY, None) or SessionHistory()
-
-
-def _durations(location) -> tuple[dict, str]:
-    if location is None:
-        return {}, "no history (--history none): balanced by test count"
-    try:
-        from accel_regress.results.history.questions import durations
-        from accel_regress.results.history.store import History
-        history = History(location, create=False)
-        try:
-            found = durations(history)
-        finally:
-            history.close()
-        return found, f"balanced by {len(found)} durations from {describe(location)}"
-    except HistoryError as exc:
-        return {}, f"balanced by test count: {exc}"
-    except Exception as exc:
-        return {}, f"balanced by test count: history {describe(location)}: {type(exc).__name__}: {exc}"
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
-    """xdist: every worker splits with the controller's durations (the same split everywhere)."""
-    state = _state(node.config)
-    if state.shard:
-        node.workerinput["accel_durations"] = [[list(k), v] for k, v in state.durations.items()]
-        node.workerinput["accel_durations_note"] = state.durations_note
-
-
-@pytest.hookimpl(trylast=True)      # after -k / -m and the other plugins have deselected
-def pytest_collection_modifyitems(session, config, items):
-    state = _state(config)
-    if not state.shard or not items:
-        return
-    from accel_regress.results.history import shard
-    from accel_regress.results.keys import test_key
-    i, n = state.shard
-    keys, seconds = [], []
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        backend = callspec.params.get("hw") if callspec else None
-        keys.append(item.nodeid)
-        seconds.append(state.durations.get((test_key(item.nodeid, backend), backend or "")))
-    shards = shard.assign(keys, seconds, n)
-    keep = [it for it, s in zip(items, shards) if s == i - 1]
-    drop = [it for it, s in zip(items, shards) if s != i - 1]
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
-
-
-def pytest_report_header(config):
-    state = _state(config)
-    if state.shard:
-        i, n = state.shard
-        return [f"accel-regress: shard {i}/{n}, {state.durations_note}"]
-    return []
 
 
 @pytest.hookimpl(trylast=True)      # after recording made the results sink
