@@ -46,21 +46,39 @@ def parser(prog: str = "accel-regress upstream") -> argparse.ArgumentParser:
     return p
 
 
+def tried(doc: dict) -> list[str]:
+    """The versions a ``bisect --json`` result ran (its steps), oldest first as the range orders them."""
+    ran = doc.get("versions_tried")
+    if ran is None:          # a result written before bisect named them: its steps are what ran
+        steps = {st.get("version") for st in doc.get("steps", [])}
+        ran = [v for v in doc.get("versions", []) if v in steps]
+    return list(ran)
+
+
 def since(bisect_file: Optional[Path]) -> tuple[list[str], dict]:
     """The issue's "since when" lines and bundle.json's facts from a ``bisect --json`` result."""
     if bisect_file is None:
         return ["Not bisected."], {}
     doc = json.loads(Path(bisect_file).read_text())
     pk = ", ".join(doc.get("question", {}).get("packages", [])) or "the toolchain"
-    facts = {"first_bad": doc.get("first_bad"), "last_good": doc.get("last_good"),
-             "bisect_seconds": doc.get("seconds"), "versions_tried": doc.get("versions")}
+    ran = tried(doc)
+    older = doc.get("older_lineage") or {}
+    facts = {"last_good": doc.get("last_good"), "bisect_seconds": doc.get("seconds"), "versions_tried": ran,
+             "older_lineage_checked": bool(older.get("checked"))}
     if doc.get("last_good") is None:
-        return [f"Already there in {doc['first_bad']}, the oldest {pk} release the case could be run on "
-                f"(releases on the index: {doc['versions'][0]} .. {doc['versions'][-1]}"
-                + (f"; before {doc['first_bad']} the case gives no verdict" if doc.get("no_verdict") else "")
-                + f"): no good release to bisect from (accel-regress bisect, {doc['seconds']} s)."], facts
+        oldest = doc.get("oldest_tried") or (ran[0] if ran else None)
+        facts["oldest_tried"] = oldest
+        lines = [f"Present in every {pk} release tried ({', '.join(ran)}; accel-regress bisect, {doc['seconds']} s); "
+                 f"the oldest tried is {oldest}"
+                 + (f" (older releases give no verdict: {', '.join(doc['no_verdict'])})" if doc.get("no_verdict") else "")
+                 + ". No release without it was found, so no first bad release is known."]
+        if older.get("packages"):
+            lines.append(f"Older releases under the earlier package names ({', '.join(older['packages'])}): "
+                         + ("checked, see below." if older.get("checked") else "not checked."))
+        return lines, facts
+    facts["first_bad"] = doc.get("first_bad")
     lines = [f"First bad {pk} {doc['first_bad']}, last good {doc['last_good']} (accel-regress bisect over the "
-             f"releases on the index, {doc['seconds']} s)."]
+             f"releases on the index; ran {', '.join(ran)}; {doc['seconds']} s)."]
     for r in doc.get("upstream", [])[:1]:
         lines += [f"- {link}" for link in (r.get("compare"), r.get("compare_commits")) if link]
     return lines, facts
@@ -103,6 +121,50 @@ def main(argv=None, prog: str = "accel-regress upstream") -> int:
         print(f"{prog}: no bundle part for backend {hw!r} (registered: {', '.join(have)})", file=sys.stderr)
         return 2
     return numeric(args, hw, writer, prog)
+
+
+def reduce_program(program, values: dict, got: dict, writer, case, versions: dict):
+    """The smallest program (reduce.py) that still gives exactly the outputs ``got`` on the same
+    inputs; each candidate is run as its bundle (reproduce.py) with ``got`` as the expected values,
+    bit for bit: exit 0 means the wrong value stayed. Returns (program, its inputs, the steps)."""
+    import dataclasses
+    import tempfile
+    from accel_regress.results.upstream import reduce
+    arg_names = reduce.arguments(program.mlir)
+    if len(arg_names) != len(program.inputs):
+        print(f"  reduce program: {len(arg_names)} arguments in the text for {len(program.inputs)} inputs; kept as it is")
+        return program, values, []
+    by_arg = dict(zip(arg_names, program.inputs))
+    same = {n: bundle.Expected(np.asarray(g), np.zeros(np.shape(g)), True, "the outputs the bug gives")
+            for n, g in got.items() if n in program.outputs}
+
+    def candidate(mlir: str, names: list[str]):
+        inputs = tuple(by_arg[a] for a in names)
+        return dataclasses.replace(program, mlir=mlir, inputs=inputs,
+                                   constants={k: v for k, v in program.constants.items() if k in inputs})
+
+    def still_wrong(mlir: str, names: list[str]) -> bool:
+        prog = candidate(mlir, names)
+        vals = {n: values[n] for n in prog.inputs}
+        with tempfile.TemporaryDirectory(prefix="upstream-reduce-") as tmp:
+            try:
+                spec, build_files, _ = writer.spec(case, prog, vals, versions)
+            except Exception as exc:          # the backend cannot build this candidate: not kept
+                print(f"  reduce program: candidate not built ({type(exc).__name__}: {exc})")
+                return False
+            out = bundle.write_bundle(Path(tmp) / "b", title="candidate", program_mlir=mlir, spec=spec,
+                                      inputs=vals, expected=same, build_files=build_files)
+            proc = subprocess.run([sys.executable, str(out / "reproduce.py")], capture_output=True, text=True,
+                                  timeout=1800)
+            return proc.returncode == 0
+
+    found = reduce.reduce_program(program.mlir, still_wrong)
+    if not found.steps:
+        return program, values, []
+    small = candidate(found.mlir, found.inputs)
+    print(f"  reduce program: {len(program.mlir.splitlines())} -> {len(found.mlir.splitlines())} lines, "
+          f"inputs {', '.join(small.inputs)} ({len(found.steps)} steps)")
+    return small, {n: values[n] for n in small.inputs}, found.steps
 
 
 def numeric(args, hw: str, writer, prog: str) -> int:
@@ -154,6 +216,9 @@ def numeric(args, hw: str, writer, prog: str) -> int:
     values = {n: np.asarray({**s_inputs, **program.constants}[n]) for n in program.inputs}
     versions = {**runner.versions_of(hw), "numpy": np.__version__, "python": platform.python_version(),
                 "machine": platform.machine()}
+    reduced_steps: list[str] = []
+    if not args.no_reduce:
+        program, values, reduced_steps = reduce_program(program, values, s_out, writer, small, versions)
     spec, build_files, how = writer.spec(small, program, values, versions)
     lines = bundle.element_lines(s_inputs, s_exp, s_out)
     title = args.title or f"{case.op} on {hw}: {lines[0]}"
@@ -163,9 +228,14 @@ def numeric(args, hw: str, writer, prog: str) -> int:
             f"{len(bad)} of {total} output elements of accel-regress's case `{case.op}/{case.id}` are wrong; "
             + (f"reduced to `{small.id}` ({n_in} input element(s)), which still shows it." if small is not case
                else "bundled as it is.")]
+    if reduced_steps:
+        what += ["", f"The program was reduced op by op while the wrong value stayed ({len(reduced_steps)} steps: "
+                 + "; ".join(reduced_steps) + "):", "", *(f"    {ln}" for ln in program.mlir.splitlines())]
     right = ([args.standard, ""] if args.standard else []) + [f"Expected values: {next(iter(s_exp.values())).how}."]
     issue = issue_text(title, what, right, how, versions, since_lines)
     spec.update({"versions": versions, "case": small.to_json(), "reduced_from": case.to_json(), **facts})
+    if reduced_steps:
+        spec["program_reduction"] = reduced_steps
     out = bundle.write_bundle(args.out, title=title, program_mlir=program.mlir, spec=spec, inputs=values,
                               expected=s_exp, got=s_out, build_files=build_files, issue=issue)
     return check(out)
