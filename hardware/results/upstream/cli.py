@@ -42,7 +42,8 @@ def parser(prog: str = "accel-regress upstream") -> argparse.ArgumentParser:
     p.add_argument("--title", help="the issue's title (default: made from the first wrong element)")
     p.add_argument("--standard", default="", help="what says the expected values are right (for the issue text)")
     p.add_argument("--bisect", type=Path, metavar="FILE", help="a `bisect --json` result to cite")
-    p.add_argument("--no-reduce", action="store_true", help="bundle the case as it is")
+    p.add_argument("--no-reduce", action="store_true", help="bundle the case and its program as they are")
+    p.add_argument("--tracker", help="where the issue goes, e.g. 'llvm/llvm-project (MLIR)' (ISSUE.md and bundle.json)")
     return p
 
 
@@ -68,17 +69,25 @@ def since(bisect_file: Optional[Path]) -> tuple[list[str], dict]:
     if doc.get("last_good") is None:
         oldest = doc.get("oldest_tried") or (ran[0] if ran else None)
         facts["oldest_tried"] = oldest
-        lines = [f"Present in every {pk} release tried ({', '.join(ran)}; accel-regress bisect, {doc['seconds']} s); "
+        lines = [f"Present in every {pk} release tried ({', '.join(ran)}; {doc['seconds']} s); "
                  f"the oldest tried is {oldest}"
                  + (f" (older releases give no verdict: {', '.join(doc['no_verdict'])})" if doc.get("no_verdict") else "")
                  + ". No release without it was found, so no first bad release is known."]
         if older.get("packages"):
+            runs = older.get("runs") or []
+            found = older.get("result") or {}
             lines.append(f"Older releases under the earlier package names ({', '.join(older['packages'])}): "
-                         + ("checked, see below." if older.get("checked") else "not checked."))
+                         + ("checked" + (f" ({older['how']})" if older.get("how") else "") + ":" if older.get("checked")
+                            else "not checked" + (f" ({older['why']})" if older.get("why") else "") + "."))
+            lines += [f"- {r['version']}: {r['result']} ({r.get('got', '')})" for r in runs]
+            if found:
+                lines.append(f"- bisected: versions run {', '.join(tried(found))}; "
+                             + (f"first bad {found['first_bad']}, last good {found['last_good']}" if found.get("last_good")
+                                else f"in every one, the oldest tried {found.get('oldest_tried')}"))
         return lines, facts
     facts["first_bad"] = doc.get("first_bad")
-    lines = [f"First bad {pk} {doc['first_bad']}, last good {doc['last_good']} (accel-regress bisect over the "
-             f"releases on the index; ran {', '.join(ran)}; {doc['seconds']} s)."]
+    lines = [f"First bad {pk} {doc['first_bad']}, last good {doc['last_good']} (bisected over the releases on the "
+             f"index; ran {', '.join(ran)}; {doc['seconds']} s)."]
     for r in doc.get("upstream", [])[:1]:
         lines += [f"- {link}" for link in (r.get("compare"), r.get("compare_commits")) if link]
     return lines, facts
@@ -225,14 +234,17 @@ def numeric(args, hw: str, writer, prog: str) -> int:
     since_lines, facts = since(args.bisect)
     n_in = sum(int(np.size(v)) for v in s_inputs.values())
     what = [*(f"    {ln}" for ln in lines), "",
-            f"{len(bad)} of {total} output elements of accel-regress's case `{case.op}/{case.id}` are wrong; "
-            + (f"reduced to `{small.id}` ({n_in} input element(s)), which still shows it." if small is not case
+            f"Found on a larger input ({len(bad)} of {total} output elements wrong); "
+            + (f"reduced to {n_in} input element(s), which still show it." if small is not case
                else "bundled as it is.")]
     if reduced_steps:
-        what += ["", f"The program was reduced op by op while the wrong value stayed ({len(reduced_steps)} steps: "
-                 + "; ".join(reduced_steps) + "):", "", *(f"    {ln}" for ln in program.mlir.splitlines())]
+        what += ["", "The program, reduced op by op while the wrong value stayed (program.mlir):", "",
+                 *(f"    {ln}" for ln in program.mlir.splitlines())]
     right = ([args.standard, ""] if args.standard else []) + [f"Expected values: {next(iter(s_exp.values())).how}."]
     issue = issue_text(title, what, right, how, versions, since_lines)
+    if args.tracker:
+        issue = issue.replace("\n", f"\n\nFor: {args.tracker}\n", 1)
+        spec["tracker"] = args.tracker
     spec.update({"versions": versions, "case": small.to_json(), "reduced_from": case.to_json(), **facts})
     if reduced_steps:
         spec["program_reduction"] = reduced_steps
