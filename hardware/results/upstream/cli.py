@@ -2,9 +2,11 @@
 
 Runs the test once as the suite does (to learn its case), then the case in this process's isolated
 worker; finds the wrong elements with the test's own rule; reduces the case to the smallest one
-that still shows the bug (one element, where the family knows how); writes the bundle (bundle.py)
-and runs its reproduce.py with this interpreter, which must exit 1. ``--bisect FILE`` cites a
-``bisect --json`` result (first bad, last good, compare link) in the issue text.
+that still shows the bug (one element, where the family knows how), then its program (reduce.py:
+ops, inputs and arguments dropped while the same wrong outputs stay); writes the bundle
+(bundle.py) and runs its reproduce.py with this interpreter, which must exit 1. ``--bisect FILE``
+cites a ``bisect --json`` result (the versions run; first bad and last good, or the oldest tried
+and the older package names) in the issue text; ``--tracker`` names where the issue goes.
 
 What is family- or backend-specific comes from modules registered in the entry-point group
 ``accel_regress.upstream`` under the family or backend id:
