@@ -50,7 +50,9 @@ def main() -> int:
         ran = doc["steps"]
         cost = sum(s["seconds"] + s["build_s"] for s in ran)      # as run, also when read from the journal now
         linear = cost / max(1, len(ran)) * len(doc["versions"])
-        print(f"{name}: last good {doc['last_good']}, first bad {doc['first_bad']}; {len(ran)} of "
+        dated = (f"first bad {doc['first_bad']}" if doc.get("first_bad") else
+                 f"no first bad (already in the oldest tried, {doc.get('oldest_tried')})")
+        print(f"{name}: last good {doc['last_good']}, {dated}; {len(ran)} of "
               f"{len(doc['versions'])} releases run, {cost:.1f} s of steps ({wall:.1f} s wall this time); "
               f"every release one by one ~{linear:.0f} s: {linear / max(cost, 1e-9):.1f}x")
     return 0

@@ -11,6 +11,12 @@ and a note (where it hung or crashed, how far off it was, or the dispatch's RVV 
 whether seed 004's codegen signature is in it). Cycles and scan are what the isolated run itself
 measured (the backend's report, sent back with the outputs or with the verdict).
 
+``--scan VARIANTS`` (e.g. ``--scan v-zvl512b``) runs no sweep: it builds each f32 reduction
+micro-test for those RISC-V flag variants (iree-compile only, as qemu-rvv and firesim build them)
+and prints the RVV codegen scan of each dispatch: its FP reductions and whether it has seed 004's
+candidate hang pattern (a single-lane vfmacc.vf at VL=1, mf2 with vslidedown.vi in one loop,
+hardware/backends/qemu_rvv/scan.py); exit 1 when one has it, 0 when none, 2 when it cannot build.
+
 Known bugs are read from expectations/<backend>.toml as a pytest session reads them (each row is
 the case of tests/test_f32_reductions.py::test_f32_reduction[ID]): a listed bug that happens as
 listed is XFAIL, with the entry's reason; one that no longer happens is XPASS. Exit 0 when every
@@ -49,7 +55,7 @@ def _note_scan(rep: dict) -> str:
     redu = sum(d["vfredusum"] for d in scans)
     sig = [d["function"] for d in scans if d["signature"]]
     text = f"vfredosum={redo} vfredusum={redu}"
-    return text + (f"; seed-004 signature in {', '.join(sig)}" if sig else "")
+    return text + (f"; seed 004's candidate pattern in {', '.join(sig)}" if sig else "")
 
 
 def _cycles(hw: str, rep: dict) -> str:
@@ -90,11 +96,48 @@ def run_one(session: repro.Repro, name: str, kind: str, variant: str, vlen: int)
     return row
 
 
+def scan_variants(variants: list[str]) -> int:
+    """Build each f32 reduction micro-test for each variant and print its codegen scan."""
+    from accel_regress.backends.qemu_rvv import build, scan
+    from accel_regress.toolchains.iree import compiler, riscv
+    from accel_regress.toolchains.iree.program import program_for
+    unknown = [v for v in variants if v not in riscv.VARIANTS]
+    if unknown or compiler.availability():
+        why = f"unknown variant(s) {', '.join(unknown)} (known: {', '.join(riscv.VARIANTS)})" if unknown \
+            else compiler.availability()
+        print(f"f32_reduction_hang.py --scan: {why}", file=sys.stderr)
+        return repro.USAGE
+    print(f"seed 004 codegen scan ({compiler.compiler_version()}): {', '.join(variants)}")
+    found = []
+    for name, kind in MICROTESTS:
+        if kind not in R.REDUCTIONS:
+            continue
+        for variant in variants:
+            case = R.make_case(kind, R.SEED_SHAPES[kind], variant, max(riscv.VARIANTS[variant].min_vlen,
+                                                                        riscv.BASELINE_VLEN))
+            try:
+                scans = scan.scan_dir(build.compile_riscv(program_for(case), variant, name=case.id).dir / "dump")
+            except Exception as exc:           # a build that fails is a row, not a traceback
+                print(f"{name:<22} {variant:<10} could not build: {str(exc).splitlines()[0][:160]}")
+                continue
+            hits = [d for d in scans if d["signature"]]
+            found += hits
+            print(f"{name:<22} {variant:<10} " + ("CANDIDATE (seed 004's pattern, unconfirmed)" if hits else "no candidate")
+                  + f": {scan.summary(scans)}" + (f"; loops {', '.join(l for d in hits for l in d['signature_loops'])}"
+                                                   if hits else ""))
+    print(f"\n{len(found)} dispatch(es) with seed 004's candidate pattern")
+    return 1 if found else 0
+
+
 def main(argv=None) -> int:
     ap = repro.parser(__doc__, default_hw="emu", fault_help="built-in fault (saturn-f32-reduction-hang) or FILE.py:NAME")
     ap.add_argument("--variants", default="v,novec", help="RISC-V flag variants, comma separated (default v,novec)")
     ap.add_argument("--vlen", type=int, default=256)
+    ap.add_argument("--scan", metavar="VARIANTS", help="no sweep: build the f32 reductions for these RISC-V "
+                    "variants (e.g. v-zvl512b) and print each dispatch's codegen scan")
     args = ap.parse_args(argv)
+    if args.scan:
+        return scan_variants([v.strip() for v in args.scan.split(",") if v.strip()])
     session = repro.Repro("f32_reduction_hang.py", args)
     failed = session.open()
     if failed is not None:

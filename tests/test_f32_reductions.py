@@ -138,10 +138,12 @@ SCAN_CASES = [_p(k, R.SEED_SHAPES[k], name, max(v.min_vlen, riscv.BASELINE_VLEN)
 @pytest.mark.backends("qemu-rvv", "firesim")
 @pytest.mark.parametrize("cfg", SCAN_CASES, indirect=True)
 def test_saturn_codegen_signature(hw, case):
-    """No dispatch of a Saturn build may contain seed 004's hang signature (vfmacc.vf and
-    vslidedown.vi in one loop under ``vsetivli zero, 1, e32, mf2``). A static check of the code
-    IREE generates for the case's flag variant: the compile stage of qemu-rvv and firesim, which
-    build exactly this code (NOT_APPLICABLE on the other backends)."""
+    """No dispatch of a Saturn build may contain seed 004's candidate hang pattern (a loop whose
+    ``vfmacc.vf`` itself runs single-lane under ``vsetivli zero, 1, e32, mf2``, with
+    ``vslidedown.vi`` in the same loop: the listing of seed 004, which the seed calls an
+    unconfirmed candidate). A static check of the code IREE generates for the case's flag variant:
+    the compile stage of qemu-rvv and firesim, which build exactly this code (NOT_APPLICABLE on
+    the other backends)."""
     from accel_regress.toolchains.iree import compiler
     if compiler.availability():
         pytest.skip(compiler.availability())
@@ -152,5 +154,6 @@ def test_saturn_codegen_signature(hw, case):
     scans = scan.scan_dir(compiled.dir / "dump")
     assert scans, f"no dispatch assembly was dumped for {case.id}"
     bad = [d for d in scans if d["signature"]]
-    assert not bad, (f"{len(bad)} of {len(scans)} dispatches of {case.id} contain the seed-004 hang signature: "
+    assert not bad, (f"{len(bad)} of {len(scans)} dispatches of {case.id} contain seed 004's candidate hang "
+                     "pattern (single-lane vfmacc.vf at VL=1, mf2 with vslidedown.vi in one loop; unconfirmed): "
                      + scan.summary(bad) + "; loops " + ", ".join(l for d in bad for l in d["signature_loops"]))

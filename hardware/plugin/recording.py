@@ -201,6 +201,8 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         rec["rerun"] = rerun_line(item, rec["backend"])
         _add_section(report, "rerun this case", rec["rerun"])
+    elif hasattr(report, "wasxfail"):          # a known bug: the line that shows it again (issue 35)
+        rec["rerun"] = rerun_line(item, rec["backend"])
     if report.when == "teardown":
         record = _finish_record(recorder(item.config), rec)
         item.config.hook.pytest_accel_regress_record(item=item, record=record)

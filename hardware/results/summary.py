@@ -112,6 +112,19 @@ def problems(cases: list[dict], limit: int = 30, session: Optional[dict] = None)
     return lines
 
 
+def known(cases: list[dict], session: dict, limit: int = 30) -> list[str]:
+    """Each XFAIL (a known bug, expected) with its reason and the line that shows it again."""
+    xfail = [c for c in cases if c["verdict"] == verdicts.XFAIL]
+    lines = []
+    for c in xfail[:limit]:
+        first = _first(c.get("message"))
+        lines.append(f"{c['verdict']:<13} {c['nodeid']}" + (f"  -- {first}" if first else ""))
+        lines.append(f"{'':<13} rerun: {c.get('rerun') or rerun_line(c, session)}")
+    if len(xfail) > limit:
+        lines.append(f"... and {len(xfail) - limit} more XFAIL (see results.json)")
+    return lines
+
+
 def skips(cases: list[dict], limit: int = 8) -> list[str]:
     """SKIPs that matter, by reason (not-applicable families are not among them)."""
     reasons = Counter(_first(c.get("message")) or "no reason given" for c in cases if c["verdict"] == verdicts.SKIP)
@@ -155,5 +168,8 @@ def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
     bad = problems(data["cases"], session=data.get("session") or {})
     if bad:
         out += [""] + bad
+    xfail = known(data["cases"], data.get("session") or {})
+    if xfail:
+        out += [""] + xfail
     out += list(report_lines)
     return out

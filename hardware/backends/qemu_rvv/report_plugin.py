@@ -2,7 +2,7 @@
 
 For a test whose run went to ``qemu-rvv`` or ``firesim`` (both run IREE's riscv64 build of the
 case's program), the record's ``detail['codegen_scan']`` gets, per dispatch, the
-``vfredusum`` / ``vfredosum`` counts and whether seed 004's hang signature appears
+``vfredusum`` / ``vfredosum`` counts and whether seed 004's candidate hang pattern appears
 (hardware/backends/qemu_rvv/scan.py), whatever the verdict. The compile is the cached one the run used,
 so this costs a cache lookup, once per program and variant in a process (the cases of one
 program share its dispatches), and the scan is read from the scan cache (hardware/backends/qemu_rvv/scan.py).

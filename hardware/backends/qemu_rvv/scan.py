@@ -2,10 +2,16 @@
 or any ``.s`` that LLVM wrote (``python -m accel_regress scan-rvv FILE.s``).
 
 For every function: its floating-point reductions by kind and element width (``vfredusum``
-unordered, ``vfredosum`` ordered, ``vfwred*`` widening), and whether seed 004's hang signature
-appears: ``vfmacc.vf`` and ``vslidedown.vi`` in the same loop with one of them executing under
-``vsetivli zero, 1, e32, mf2`` (single-lane FMA at fractional LMUL interleaved with slides, the
-pattern Saturn did not retire).
+unordered, ``vfredosum`` ordered, ``vfwred*`` widening), and whether seed 004's candidate hang
+pattern appears: a loop whose ``vfmacc.vf`` itself runs single-lane at fractional LMUL (under
+``vsetivli zero, 1, e32, mf2``) and that also holds a ``vslidedown.vi`` (at any configuration: the
+seed's slides run at m1). In a loop any FMA and slide alternate, so that is the seed's "interleaved".
+This is the listing seed 004 disassembled from its hanging ``mt_bmm`` dispatch
+(``.LBB0_2``: ``vsetivli zero, 1, e32, mf2`` / ``vfmacc.vf`` / ``vsetivli zero, 1, e32, m1`` /
+``vslidedown.vi`` / ...), which the seed itself calls an unconfirmed candidate (no PC trace): a hit
+is a candidate, not a confirmed hang. A full-width ``vfmacc.vf`` (the exp polynomial at e32, m2) in
+a loop whose only mf2 instruction is a one-element slide is not the pattern (IREE 3.13's +zvl512b
+softmax, which the first version of this scan flagged).
 
 The element width is the SEW of the vector configuration the instruction runs under: the last
 ``vsetvli`` / ``vsetivli`` (``e8``/``e16``/``e32``/``e64``) before it in the file's order; a
@@ -54,7 +60,7 @@ class DispatchScan:
     vslidedown_vi: int = 0
     vl1_mf2: int = 0                 # vsetivli zero, 1, e32, mf2 count
     loops: int = 0
-    signature: bool = False
+    signature: bool = False          # seed 004's candidate pattern (unconfirmed by the seed too)
     signature_loops: list = field(default_factory=list)
     reductions: dict = field(default_factory=dict)     # {"vfredosum": {"e16": 3, ...}, ...}
 
@@ -127,10 +133,9 @@ def scan_function(name: str, file: str, lines: list[str]) -> DispatchScan:
         s.loops += 1
         body = range(labels[m.group(1)], i + 1)
         ops = [(_op(lines[k]), vtype_at[k]) for k in body]
-        has_fma = any(op == "vfmacc.vf" for op, _ in ops)
+        single_lane_fma = any(op == "vfmacc.vf" and vt == SIGNATURE_VTYPE for op, vt in ops)
         has_slide = any(op == "vslidedown.vi" for op, _ in ops)
-        under = any(op in ("vfmacc.vf", "vslidedown.vi") and vt == SIGNATURE_VTYPE for op, vt in ops)
-        if has_fma and has_slide and under:
+        if single_lane_fma and has_slide:
             s.signature = True
             s.signature_loops.append(m.group(1))
     return s
@@ -205,7 +210,7 @@ def _widths(d: dict) -> str:
 def summary(scans: list[dict]) -> str:
     parts = []
     for d in scans:
-        sig = "SIGNATURE" if d["signature"] else "no signature"
+        sig = "seed 004 CANDIDATE pattern" if d["signature"] else "no seed 004 candidate"
         parts.append(f"{d['function']}: f32 vfredusum={d['vfredusum']} vfredosum={d['vfredosum']} "
                      f"({_widths(d)}) vl1_mf2={d['vl1_mf2']} {sig}")
     return "; ".join(parts) or "no dispatch assembly"
@@ -214,7 +219,7 @@ def summary(scans: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m accel_regress scan-rvv",
                                  description="RVV codegen scan of RISC-V assembly: FP reductions by element "
-                                             "width and seed 004's hang signature, per function.")
+                                             "width and seed 004's candidate hang pattern, per function.")
     ap.add_argument("files", nargs="+", metavar="FILE.s|DIR", help="assembly files, or folders of *.s")
     ap.add_argument("--dispatch-only", action="store_true", help="only IREE dispatch functions (*_dispatch_*)")
     ap.add_argument("--json", action="store_true", help="print the scans as JSON")
@@ -251,5 +256,5 @@ def main(argv=None) -> int:
             print(f"{d.file}: {summary([d.to_json()])}")
         print(f"scan-rvv: {len(files)} file(s), {len(scans)} function(s), "
               f"{sum(1 for d in scans if d.reductions)} with FP reductions, "
-              f"{sum(1 for d in scans if d.signature)} with seed 004's signature")
+              f"{sum(1 for d in scans if d.signature)} with seed 004's candidate pattern")
     return 1 if any(d.signature for d in scans) else 0

@@ -21,7 +21,8 @@ from accel_regress.backends.qemu_rvv import build, scan, schedule
 from accel_regress.toolchains.iree import compiler, riscv
 
 SATURN_TEST = "test_saturn_codegen_signature"
-SATURN_SCAN = {"ops": ["vfmacc.vf", "vslidedown.vi"], "vtype": ["1", "e32", "mf2"]}
+# Seed 004's listing: the FMA itself single-lane at VL=1, mf2, slides in the same loop (scan.py).
+SATURN_SCAN = {"ops": ["vfmacc.vf", "vslidedown.vi"], "vtype": ["1", "e32", "mf2"], "under": "vfmacc.vf"}
 DEBIAN = "qemu-user-static clang-16 lld-16 libc6-dev-riscv64-cross"
 
 
@@ -107,10 +108,11 @@ def bundle(args, prog: str) -> int:
                     "--iree-hal-dump-executable-files-to=dump", "-o", "module.vmfb"]
     versions = {"iree-compiler": compiler.compiler_version(), "python": platform.python_version()}
     since, facts = cli.since(args.bisect)
-    title = args.title or (f"{small.id}: a dispatch loop has vfmacc.vf and vslidedown.vi under "
-                           "vsetivli zero, 1, e32, mf2")
-    what = ["In the RISC-V assembly IREE emits for program.mlir, one loop holds `vfmacc.vf` and `vslidedown.vi` "
-            "with one of them under `vsetivli zero, 1, e32, mf2`:", "", *(f"    {h}" for h in hits), "",
+    title = args.title or (f"{small.id}: a dispatch loop runs vfmacc.vf single-lane (vsetivli zero, 1, e32, "
+                           "mf2) with vslidedown.vi in the loop (seed 004's candidate pattern)")
+    what = ["In the RISC-V assembly IREE emits for program.mlir, one loop runs `vfmacc.vf` under "
+            "`vsetivli zero, 1, e32, mf2` (single lane) and holds `vslidedown.vi`: the pattern seed 004 disassembled "
+            "from a dispatch that hung on Saturn and calls an unconfirmed candidate:", "", *(f"    {h}" for h in hits), "",
             f"Reduced from `{case.id}` to `{small.id}`, the fewest elements that still give it." if small is not case
             else ""]
     right = [args.standard] if args.standard else []

@@ -15,9 +15,14 @@ first on PATH and DIR's Python packages (DIR/site, DIR/site-packages, DIR/lib/py
 or DIR itself when it holds packages) first on PYTHONPATH; --good / --bad name two of them
 (default the first and the last).
 
-Exit status: 0 when the range is found (also when the good end already shows the bug: then it is
-there since the oldest version tried), 2 on a usage error or ends that do not give a good and a
-bad verdict.
+When the good end already shows the bug there is no first bad version: the result names the
+oldest version tried (``oldest_tried``, no ``first_bad``), and for a package that had an older
+name on the index (``iree-compiler`` before ``iree-base-compiler``) it prints the command that
+dates it further back; ``--older-lineage`` runs that bisect too (``older_lineage`` in the JSON).
+``versions_tried`` is the versions whose step ran (or came from the journal), not the range.
+
+Exit status: 0 when the range is found (also when the good end already shows the bug), 2 on a
+usage error or ends that do not give a good and a bad verdict.
 """
 from __future__ import annotations
 
@@ -27,7 +32,9 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Optional
@@ -62,7 +69,25 @@ def parser(prog: str = "accel-regress bisect") -> argparse.ArgumentParser:
     p.add_argument("--fresh", action="store_true", help="forget this bisect's journal: rerun every step")
     p.add_argument("--step-timeout", type=float, default=1800.0, help="bound for one step's pytest run (s)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+    p.add_argument("--older-lineage", action="store_true",
+                   help="when the good end is already bad, bisect the packages' older names too "
+                        "(iree-compiler, iree-runtime before iree-base-*)")
+    p.add_argument("--older-good", metavar="V", help="the older names' good end (default: the oldest release "
+                   "they share on the index)")
     return p
+
+
+def _older_argv(args, older: list[str], good: str, bad: str, json_file: Optional[Path]) -> list[str]:
+    """The bisect command line for the same test over the packages' older names."""
+    argv = [args.test, "--package", ",".join(older), "--good", good, "--bad", bad,
+            "--golden-seed", str(args.golden_seed), "--good-verdict", args.good_verdict]
+    for flag, value in (("--hw", args.hw), ("--bad-verdict", args.bad_verdict), ("--match", args.match),
+                        ("--installer", args.installer), ("--env-cache", args.env_cache)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.pre:
+        argv.append("--pre")
+    return argv + (["--json", str(json_file)] if json_file else [])
 
 
 def _sha256_file(path: Path) -> str:
@@ -254,10 +279,12 @@ def main(argv=None, prog: str = "accel-regress bisect") -> int:
         return 2
     older = (f" (before it no verdict: {', '.join(v for v in order[:lo] if v in b.outcomes)} tried, "
              f"the rest taken alike)") if lo else ""
+    older_lineage = None
     if good_end == search.BAD:
-        b.say(f"\nthe good end {order[lo]} is already bad: the bug is there since {order[lo]}, the oldest version "
-              f"tried" + (" (the oldest on the index)" if order[lo] == oldest else "") + older)
-        result = {"first_bad": order[lo], "last_good": None, "no_verdict": order[:lo]}
+        b.say(f"\nthe good end {order[lo]} is already bad: no first bad version is known; the oldest version tried "
+              f"is {order[lo]}" + (f" (the oldest {label} on the index)" if order[lo] == oldest else "") + older)
+        result = {"last_good": None, "oldest_tried": order[lo], "good_end_bad": True, "no_verdict": order[:lo]}
+        older_lineage = _older_lineage(args, packages, prog, b)
     else:
         rest = order[lo:]
         b.say(f"bisecting {len(rest) - 2} versions between the ends: about "
@@ -288,9 +315,41 @@ def main(argv=None, prog: str = "accel-regress bisect") -> int:
                 b.say(f"upstream: {line}" if not line.startswith(" ") else line)
     if args.json:
         doc = {"question": question, **result, "seconds": round(elapsed, 1), "versions": order,
+               "versions_tried": [v for v in order if v in b.outcomes],
+               **({"older_lineage": older_lineage} if older_lineage is not None else {}),
                "skipped": found.skipped if found else [],
                "steps": [b.outcomes[v].to_json() for v in order if v in b.outcomes],
                "upstream": [r.to_json() for r in ranges]}
         write_atomic(args.json, json.dumps(doc, indent=1) + "\n")
     return 0
 
+
+
+def _older_lineage(args, packages: list[str], prog: str, b: Bisection) -> Optional[dict]:
+    """Offer (or with --older-lineage run) the bisect over the packages' older names; what was
+    offered or found, for the JSON (None when no package was renamed)."""
+    older = versions.older_lineage(packages)
+    if older is None:
+        return None
+    try:
+        listed = {p: versions.available(p, pre=args.pre) for p in older}
+        good = args.older_good or versions.oldest_common(listed)
+        bad = versions.newest_common(listed)
+    except versions.IndexLookupError as exc:
+        b.say(f"older lineage {','.join(older)}: {exc}")
+        return {"packages": older, "checked": False, "why": str(exc)}
+    if good is None or bad is None:
+        b.say(f"older lineage {','.join(older)}: no release they share on the index")
+        return {"packages": older, "checked": False, "why": "no common release on the index"}
+    argv = _older_argv(args, older, good, bad, None)
+    command = " ".join(shlex.quote(a) for a in [*prog.split(), *argv])
+    if not args.older_lineage:
+        b.say(f"older lineage: {','.join(packages)} had older names on the index ({', '.join(older)}: "
+              f"{good} .. {bad}); to date it further back:\n  {command}")
+        return {"packages": older, "checked": False, "command": command}
+    b.say(f"\nolder lineage: {command}")
+    with tempfile.TemporaryDirectory(prefix="bisect-older-") as tmp:
+        out = Path(tmp) / "older.json"
+        rc = main(_older_argv(args, older, good, bad, out), prog=prog)
+        found = json.loads(out.read_text()) if out.is_file() else None
+    return {"packages": older, "checked": True, "command": command, "exit": rc, "result": found}

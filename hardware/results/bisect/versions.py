@@ -76,3 +76,23 @@ def oldest_common(per_package: dict[str, Sequence[str]]) -> Optional[str]:
     parsed = [_parsed(vs) for vs in per_package.values()]
     common = set.intersection(*(set(p) for p in parsed)) if parsed else set()
     return parsed[0][min(common)] if common else None
+
+
+# A package's earlier name on the index, where a project renamed it: the older releases are there
+# only under that name. IREE published its Python packages as iree-compiler / iree-runtime (dated
+# versions such as 20241104.1068) before iree-base-compiler / iree-base-runtime (2.9.0 onwards).
+OLDER_NAMES = {"iree-base-compiler": "iree-compiler", "iree-base-runtime": "iree-runtime"}
+
+
+def older_lineage(packages: Sequence[str]) -> Optional[list[str]]:
+    """The same packages under their older names, or None when none of them was renamed."""
+    if not any(p in OLDER_NAMES for p in packages):
+        return None
+    return [OLDER_NAMES.get(p, p) for p in packages]
+
+
+def newest_common(per_package: dict[str, Sequence[str]]) -> Optional[str]:
+    """The newest version every package has (None when they share none)."""
+    parsed = [_parsed(vs) for vs in per_package.values()]
+    common = set.intersection(*(set(p) for p in parsed)) if parsed else set()
+    return parsed[0][max(common)] if common else None

@@ -2,9 +2,11 @@
 
 Runs the test once as the suite does (to learn its case), then the case in this process's isolated
 worker; finds the wrong elements with the test's own rule; reduces the case to the smallest one
-that still shows the bug (one element, where the family knows how); writes the bundle (bundle.py)
-and runs its reproduce.py with this interpreter, which must exit 1. ``--bisect FILE`` cites a
-``bisect --json`` result (first bad, last good, compare link) in the issue text.
+that still shows the bug (one element, where the family knows how), then its program (reduce.py:
+ops, inputs and arguments dropped while the same wrong outputs stay); writes the bundle
+(bundle.py) and runs its reproduce.py with this interpreter, which must exit 1. ``--bisect FILE``
+cites a ``bisect --json`` result (the versions run; first bad and last good, or the oldest tried
+and the older package names) in the issue text; ``--tracker`` names where the issue goes.
 
 What is family- or backend-specific comes from modules registered in the entry-point group
 ``accel_regress.upstream`` under the family or backend id:
@@ -42,8 +44,18 @@ def parser(prog: str = "accel-regress upstream") -> argparse.ArgumentParser:
     p.add_argument("--title", help="the issue's title (default: made from the first wrong element)")
     p.add_argument("--standard", default="", help="what says the expected values are right (for the issue text)")
     p.add_argument("--bisect", type=Path, metavar="FILE", help="a `bisect --json` result to cite")
-    p.add_argument("--no-reduce", action="store_true", help="bundle the case as it is")
+    p.add_argument("--no-reduce", action="store_true", help="bundle the case and its program as they are")
+    p.add_argument("--tracker", help="where the issue goes, e.g. 'llvm/llvm-project (MLIR)' (ISSUE.md and bundle.json)")
     return p
+
+
+def tried(doc: dict) -> list[str]:
+    """The versions a ``bisect --json`` result ran (its steps), oldest first as the range orders them."""
+    ran = doc.get("versions_tried")
+    if ran is None:          # a result written before bisect named them: its steps are what ran
+        steps = {st.get("version") for st in doc.get("steps", [])}
+        ran = [v for v in doc.get("versions", []) if v in steps]
+    return list(ran)
 
 
 def since(bisect_file: Optional[Path]) -> tuple[list[str], dict]:
@@ -52,15 +64,32 @@ def since(bisect_file: Optional[Path]) -> tuple[list[str], dict]:
         return ["Not bisected."], {}
     doc = json.loads(Path(bisect_file).read_text())
     pk = ", ".join(doc.get("question", {}).get("packages", [])) or "the toolchain"
-    facts = {"first_bad": doc.get("first_bad"), "last_good": doc.get("last_good"),
-             "bisect_seconds": doc.get("seconds"), "versions_tried": doc.get("versions")}
+    ran = tried(doc)
+    older = doc.get("older_lineage") or {}
+    facts = {"last_good": doc.get("last_good"), "bisect_seconds": doc.get("seconds"), "versions_tried": ran,
+             "older_lineage_checked": bool(older.get("checked"))}
     if doc.get("last_good") is None:
-        return [f"Already there in {doc['first_bad']}, the oldest {pk} release the case could be run on "
-                f"(releases on the index: {doc['versions'][0]} .. {doc['versions'][-1]}"
-                + (f"; before {doc['first_bad']} the case gives no verdict" if doc.get("no_verdict") else "")
-                + f"): no good release to bisect from (accel-regress bisect, {doc['seconds']} s)."], facts
-    lines = [f"First bad {pk} {doc['first_bad']}, last good {doc['last_good']} (accel-regress bisect over the "
-             f"releases on the index, {doc['seconds']} s)."]
+        oldest = doc.get("oldest_tried") or (ran[0] if ran else None)
+        facts["oldest_tried"] = oldest
+        lines = [f"Present in every {pk} release tried ({', '.join(ran)}; {doc['seconds']} s); "
+                 f"the oldest tried is {oldest}"
+                 + (f" (older releases give no verdict: {', '.join(doc['no_verdict'])})" if doc.get("no_verdict") else "")
+                 + ". No release without it was found, so no first bad release is known."]
+        if older.get("packages"):
+            runs = older.get("runs") or []
+            found = older.get("result") or {}
+            lines.append(f"Older releases under the earlier package names ({', '.join(older['packages'])}): "
+                         + ("checked" + (f" ({older['how']})" if older.get("how") else "") + ":" if older.get("checked")
+                            else "not checked" + (f" ({older['why']})" if older.get("why") else "") + "."))
+            lines += [f"- {r['version']}: {r['result']} ({r.get('got', '')})" for r in runs]
+            if found:
+                lines.append(f"- bisected: versions run {', '.join(tried(found))}; "
+                             + (f"first bad {found['first_bad']}, last good {found['last_good']}" if found.get("last_good")
+                                else f"in every one, the oldest tried {found.get('oldest_tried')}"))
+        return lines, facts
+    facts["first_bad"] = doc.get("first_bad")
+    lines = [f"First bad {pk} {doc['first_bad']}, last good {doc['last_good']} (bisected over the releases on the "
+             f"index; ran {', '.join(ran)}; {doc['seconds']} s)."]
     for r in doc.get("upstream", [])[:1]:
         lines += [f"- {link}" for link in (r.get("compare"), r.get("compare_commits")) if link]
     return lines, facts
@@ -103,6 +132,50 @@ def main(argv=None, prog: str = "accel-regress upstream") -> int:
         print(f"{prog}: no bundle part for backend {hw!r} (registered: {', '.join(have)})", file=sys.stderr)
         return 2
     return numeric(args, hw, writer, prog)
+
+
+def reduce_program(program, values: dict, got: dict, writer, case, versions: dict):
+    """The smallest program (reduce.py) that still gives exactly the outputs ``got`` on the same
+    inputs; each candidate is run as its bundle (reproduce.py) with ``got`` as the expected values,
+    bit for bit: exit 0 means the wrong value stayed. Returns (program, its inputs, the steps)."""
+    import dataclasses
+    import tempfile
+    from accel_regress.results.upstream import reduce
+    arg_names = reduce.arguments(program.mlir)
+    if len(arg_names) != len(program.inputs):
+        print(f"  reduce program: {len(arg_names)} arguments in the text for {len(program.inputs)} inputs; kept as it is")
+        return program, values, []
+    by_arg = dict(zip(arg_names, program.inputs))
+    same = {n: bundle.Expected(np.asarray(g), np.zeros(np.shape(g)), True, "the outputs the bug gives")
+            for n, g in got.items() if n in program.outputs}
+
+    def candidate(mlir: str, names: list[str]):
+        inputs = tuple(by_arg[a] for a in names)
+        return dataclasses.replace(program, mlir=mlir, inputs=inputs,
+                                   constants={k: v for k, v in program.constants.items() if k in inputs})
+
+    def still_wrong(mlir: str, names: list[str]) -> bool:
+        prog = candidate(mlir, names)
+        vals = {n: values[n] for n in prog.inputs}
+        with tempfile.TemporaryDirectory(prefix="upstream-reduce-") as tmp:
+            try:
+                spec, build_files, _ = writer.spec(case, prog, vals, versions)
+            except Exception as exc:          # the backend cannot build this candidate: not kept
+                print(f"  reduce program: candidate not built ({type(exc).__name__}: {exc})")
+                return False
+            out = bundle.write_bundle(Path(tmp) / "b", title="candidate", program_mlir=mlir, spec=spec,
+                                      inputs=vals, expected=same, build_files=build_files)
+            proc = subprocess.run([sys.executable, str(out / "reproduce.py")], capture_output=True, text=True,
+                                  timeout=1800)
+            return proc.returncode == 0
+
+    found = reduce.reduce_program(program.mlir, still_wrong)
+    if not found.steps:
+        return program, values, []
+    small = candidate(found.mlir, found.inputs)
+    print(f"  reduce program: {len(program.mlir.splitlines())} -> {len(found.mlir.splitlines())} lines, "
+          f"inputs {', '.join(small.inputs)} ({len(found.steps)} steps)")
+    return small, {n: values[n] for n in small.inputs}, found.steps
 
 
 def numeric(args, hw: str, writer, prog: str) -> int:
@@ -154,18 +227,29 @@ def numeric(args, hw: str, writer, prog: str) -> int:
     values = {n: np.asarray({**s_inputs, **program.constants}[n]) for n in program.inputs}
     versions = {**runner.versions_of(hw), "numpy": np.__version__, "python": platform.python_version(),
                 "machine": platform.machine()}
+    reduced_steps: list[str] = []
+    if not args.no_reduce:
+        program, values, reduced_steps = reduce_program(program, values, s_out, writer, small, versions)
     spec, build_files, how = writer.spec(small, program, values, versions)
     lines = bundle.element_lines(s_inputs, s_exp, s_out)
     title = args.title or f"{case.op} on {hw}: {lines[0]}"
     since_lines, facts = since(args.bisect)
     n_in = sum(int(np.size(v)) for v in s_inputs.values())
     what = [*(f"    {ln}" for ln in lines), "",
-            f"{len(bad)} of {total} output elements of accel-regress's case `{case.op}/{case.id}` are wrong; "
-            + (f"reduced to `{small.id}` ({n_in} input element(s)), which still shows it." if small is not case
+            f"Found on a larger input ({len(bad)} of {total} output elements wrong); "
+            + (f"reduced to {n_in} input element(s), which still show it." if small is not case
                else "bundled as it is.")]
+    if reduced_steps:
+        what += ["", "The program, reduced op by op while the wrong value stayed (program.mlir):", "",
+                 *(f"    {ln}" for ln in program.mlir.splitlines())]
     right = ([args.standard, ""] if args.standard else []) + [f"Expected values: {next(iter(s_exp.values())).how}."]
     issue = issue_text(title, what, right, how, versions, since_lines)
+    if args.tracker:
+        issue = issue.replace("\n", f"\n\nFor: {args.tracker}\n", 1)
+        spec["tracker"] = args.tracker
     spec.update({"versions": versions, "case": small.to_json(), "reduced_from": case.to_json(), **facts})
+    if reduced_steps:
+        spec["program_reduction"] = reduced_steps
     out = bundle.write_bundle(args.out, title=title, program_mlir=program.mlir, spec=spec, inputs=values,
                               expected=s_exp, got=s_out, build_files=build_files, issue=issue)
     return check(out)

@@ -134,8 +134,9 @@ _VSET = re.compile(r"^\s*(vsetvli|vsetivli)\s+(\w+),\s*(\w+),\s*(e\d+),\s*(mf?\d
 
 def pattern_loops(text, scan):
     """'function: loop label' for every loop (a backward branch and the lines from its target)
-    holding every op in scan["ops"], one of them under the vector configuration scan["vtype"]
-    (AVL, SEW, LMUL of the last vsetvli / vsetivli before it)."""
+    holding every op in scan["ops"], with scan["under"] (or, without it, any of them) running
+    under the vector configuration scan["vtype"] (AVL, SEW, LMUL of the last vsetvli / vsetivli
+    before it)."""
     funcs, name, lines = [], None, []
     for line in text.splitlines():
         m = _FUNC.match(line)
@@ -164,7 +165,8 @@ def pattern_loops(text, scan):
                 body = range(labels[br.group(1)], i + 1)
                 ops = {k: (lines[k].split() or [""])[0] for k in body}
                 hits = [k for k, op in ops.items() if op in scan["ops"]]
-                if {ops[k] for k in hits} == set(scan["ops"]) and any(types[k] == want for k in hits):
+                under = [k for k in hits if ops[k] == scan["under"]] if scan.get("under") else hits
+                if {ops[k] for k in hits} == set(scan["ops"]) and any(types[k] == want for k in under):
                     found.append(f"{name}: loop {br.group(1)}")
     return found
 
