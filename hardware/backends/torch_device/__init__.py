@@ -10,8 +10,8 @@ One backend per torch device type: ``torch-cpu`` (runs everywhere, in the defaul
 ``torch-privateuse1`` (whatever out-of-tree device a package registers with torch). A device type
 that is not here is unavailable with what is missing, found without importing torch where a file
 tells (no driver, no package), so the pytest process pays no torch import for a device it cannot use.
-The numeric settings (TF32, reduced-precision reductions) are what the torch found gives by default,
-recorded in ``versions()`` and settable per case (numerics.py).
+The numeric settings (TF32, reduced-precision reductions, oneDNN on the CPU) are what the torch found
+gives by default, recorded in ``versions()`` and settable for a session (numerics.py).
 """
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ class TorchBackend(Backend):
         if reason:
             return reason
         try:
-            numerics.requested(case.params)
+            numerics.requested()
         except ValueError as exc:
             return f"the numerics settings asked for cannot be applied: {exc}"
         check = getattr(_program(case.op), "unsupported", None)
@@ -145,7 +145,7 @@ class TorchBackend(Backend):
         from accel_regress.backends.torch_device import numerics, tensors
         torch = self._torch()
         device = self.device()
-        settings = numerics.requested(case.params)
+        settings = numerics.requested()
         with numerics.applied(torch, settings), torch.no_grad():
             got = _program(case.op).run(case, {k: tensors.to_torch(torch, v, device) for k, v in inputs.items()},
                                         device)

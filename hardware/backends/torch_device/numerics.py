@@ -13,8 +13,10 @@ m*n*k > 16**3 to oneDNN on CPUs with AVX512BW/VL/DQ (pytorch/pytorch
 aten/src/ATen/native/mkldnn/Matmul.cpp@66ed80ec, checksize and use_mkldnn_bf16_matmul), which
 flushes subnormal inputs and results to zero (measured here: expectations/torch-cpu.toml).
 
-A case may ask for other settings with ``params["torch_numerics"]`` ({name: bool}), and a session
-with ``ACCEL_TORCH_NUMERICS=name=0,name=1``; the case wins. The settings are restored after the run.
+A session asks for other settings with ``ACCEL_TORCH_NUMERICS=name=0,name=1`` (a case's parameters
+are its family's configuration, which knows no device, so the settings are the session's); every
+result records the settings it ran with (``versions()``: numerics.*), and they are put back after
+each run.
 """
 from __future__ import annotations
 
@@ -57,26 +59,21 @@ def parse(text: Optional[str]) -> dict[str, bool]:
     return out
 
 
-def requested(params: Optional[Mapping]) -> dict[str, bool]:
-    """The settings a case asks for: the session's (ACCEL_TORCH_NUMERICS), then the case's own."""
-    asked = parse(os.environ.get(ENV))
-    own = (params or {}).get("torch_numerics") if hasattr(params, "get") else None
-    if own:
-        unknown = [k for k in own if k not in SETTINGS]
-        if unknown:
-            raise ValueError(f"torch_numerics: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SETTINGS)}")
-        asked.update({k: bool(v) for k, v in own.items()})
-    return asked
+def requested() -> dict[str, bool]:
+    """The settings this session asks for (ACCEL_TORCH_NUMERICS); none: the torch's own defaults."""
+    return parse(os.environ.get(ENV))
 
 
 def current(torch) -> dict[str, str]:
-    """Every setting as this process has it, for the record."""
+    """Every setting as the session's runs have it (the torch found, then ACCEL_TORCH_NUMERICS), for
+    the record."""
     out = {"float32_matmul_precision": torch.get_float32_matmul_precision()}
     for name, (path, attr) in SETTINGS.items():
         try:
             out[name] = str(bool(getattr(_owner(torch, path), attr)))
         except Exception as exc:        # a torch without the setting: say so, never guess
             out[name] = f"unavailable ({type(exc).__name__})"
+    out.update({name: f"{value} ({ENV})" for name, value in parse(os.environ.get(ENV)).items()})
     return out
 
 
