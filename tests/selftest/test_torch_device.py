@@ -125,3 +125,12 @@ def test_the_listing_names_every_torch_device_and_why_it_cannot_run():
     for name, row in rows.items():
         if name != "torch-cpu" and row.split()[2] == "no":
             assert len(row.split(None, 3)[3]) > 20, row        # the reason, in words
+
+
+def test_torch_programs_are_device_side_for_the_golden_store():
+    """Editing a torch program (or an emu model, an IREE program) keeps every golden warm: the store
+    hashes no module of a group a backend reads."""
+    from accel_regress.golden import store
+    hashed = [what for what, _ in store.golden_sources()]
+    assert "builtin:matmul/golden.py" in hashed
+    assert not [w for w in hashed if w.endswith(("/torch_program.py", "/emu.py", "/iree_program.py"))], hashed
