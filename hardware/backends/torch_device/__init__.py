@@ -24,7 +24,7 @@ from typing import Any, Mapping, Optional, Protocol
 
 import numpy as np
 
-from accel_regress.core import registry
+from accel_regress.core import devices, registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.contracts import Arrays, ProgramKind
 from accel_regress.core.errors import Crash
@@ -98,9 +98,12 @@ class TorchBackend(Backend):
         return self.device_type
 
     def device(self):
+        """The device this process holds of its pool (--devices, core/devices.py), else the first."""
         torch = self._torch()
-        return torch.device(self._type_name(torch), int(os.environ.get("ACCEL_DEVICE_TORCH", "0") or 0)
-                            if self.device_type != "cpu" else None)
+        if self.device_type == "cpu":
+            return torch.device("cpu")
+        held = devices.assigned(self.device_resource)
+        return torch.device(self._type_name(torch), int(held) if held else 0)
 
     # -- what runs -------------------------------------------------------------------------------
     def supports_op(self, op: str) -> Optional[str]:
