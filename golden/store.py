@@ -85,10 +85,34 @@ _NOT_GENERATORS = {"compare.py", "statistics.py", "store.py", "store_folder.py",
 # The built-in families live beside this package, one folder per family; their device-side modules
 # compute no golden.
 _FAMILIES_DIR = _GOLDEN_DIR.parent / "families"
-_DEVICE_SIDE = {"emu.py", "iree_program.py"}
 _OWN_DIST = "accel-regress"
 _GROUP = "accel_regress.families"
-_NOT_GOLDEN_GROUPS = ("accel_regress.emu_models", "accel_regress.iree_programs", "accel_regress.backends")
+# Groups whose modules may compute or check a golden (the family's, and its commands, plugins and
+# upstream writers); every other accel_regress.* group (backends, and each kind of per-family program
+# a backend reads: emu models, IREE programs, torch programs, ...) is device-side.
+_GOLDEN_SIDE_GROUPS = {_GROUP, "accel_regress.plugins", "accel_regress.session_plugins",
+                       "accel_regress.commands", "accel_regress.upstream"}
+
+
+def _device_side_groups(groups) -> list[str]:
+    return sorted(g for g in groups if g.startswith("accel_regress.") and g not in _GOLDEN_SIDE_GROUPS)
+
+
+def _builtin_device_side(every) -> set[str]:
+    """The built-in families' device-side files (family-relative paths), from their registrations:
+    the checkout's pyproject.toml when this is a source checkout, and the installed metadata."""
+    modules = {ep.value.partition(":")[0].strip() for g in _device_side_groups(every.groups)
+               for ep in every.select(group=g)}
+    pyproject = _GOLDEN_DIR.parent / "pyproject.toml"
+    if pyproject.is_file():
+        import tomllib
+        try:
+            eps = tomllib.loads(pyproject.read_text()).get("project", {}).get("entry-points", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            eps = {}
+        modules |= {v.partition(":")[0].strip() for g in _device_side_groups(eps) for v in eps[g].values()}
+    prefix = "accel_regress.families."
+    return {m[len(prefix):].replace(".", "/") + ".py" for m in modules if m.startswith(prefix)}
 
 
 class GoldenStoreWarning(UserWarning):
@@ -223,16 +247,18 @@ def golden_sources() -> list[tuple[str, str]]:
     modules of its package folder, with that distribution's name and version. Read from the
     files and the installed metadata only: no module is executed."""
     out = []
-    if _FAMILIES_DIR.is_dir():
-        for path in sorted(_FAMILIES_DIR.rglob("*.py")):
-            if path.name not in _DEVICE_SIDE and "__pycache__" not in path.parts:
-                out.append((f"builtin:{path.relative_to(_FAMILIES_DIR).as_posix()}", _file_digest(path)))
     try:
         every = metadata.entry_points()      # one scan of the installed distributions
         eps = list(every.select(group=_GROUP))
-        not_golden = {ep.value.partition(":")[0] for g in _NOT_GOLDEN_GROUPS for ep in every.select(group=g)}
+        not_golden = {ep.value.partition(":")[0] for g in _device_side_groups(every.groups) for ep in every.select(group=g)}
+        device_side = _builtin_device_side(every)
     except Exception as exc:         # unreadable metadata: a key of its own, never a shared stale one
-        return out + [("metadata", f"unreadable: {type(exc).__name__}: {exc}")]
+        return [("metadata", f"unreadable: {type(exc).__name__}: {exc}")]
+    if _FAMILIES_DIR.is_dir():
+        for path in sorted(_FAMILIES_DIR.rglob("*.py")):
+            rel = path.relative_to(_FAMILIES_DIR).as_posix()
+            if rel not in device_side and "__pycache__" not in path.parts:
+                out.append((f"builtin:{rel}", _file_digest(path)))
     for ep in sorted(eps, key=lambda e: (e.name, e.value)):
         dist = ep.dist
         dname = (dist.metadata["Name"] or "?") if dist is not None else "?"

@@ -41,8 +41,8 @@ def list_backends(argv) -> int:
     default = [n for n, _, ok, _ in rows if ok == "yes"]
     print(f"\ndefault --hw here: {','.join(default)}")
     print("\nregistrations (entry-point group: name = object, registered by):")
-    for kind, group in registry.GROUPS.items():
-        print(f"{group}:")
+    for kind in registry.kinds():
+        print(f"{registry.GROUPS.get(kind, kind)}:" + _readers(registry, kind))
         for reg in registry.registrations(kind).values():
             problem = _problem(registry, reg)
             print(f"  {reg.name} = {reg.value}  [{reg.source}]" + (f"  BROKEN: {problem}" if problem else ""))
@@ -53,10 +53,17 @@ def list_backends(argv) -> int:
     return 2 if broken else 0
 
 
+def _readers(registry, kind) -> str:
+    """For a group of programs: which kind the backends read it as, or that none does."""
+    if kind in registry.GROUPS:
+        return ""
+    declared = registry.program_kinds().get(kind)
+    return f"  ({declared.kind}s)" if declared else "  (read by no registered backend)"
+
+
 def _problem(registry, reg):
     """Why a registration cannot be used (it cannot be loaded, or breaks its contract), or None."""
-    from accel_regress.core import contracts
-    if reg.kind not in contracts.CONTRACTS:      # a plugin or command: found, not run
+    if reg.kind != "backend" and reg.contract() is None:      # a plugin or command: found, not run
         return reg.unfindable()
     try:
         if reg.kind == "backend":

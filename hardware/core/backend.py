@@ -24,6 +24,9 @@ class Backend:
     # read them (accel_regress.results.keys): (substring, name) pairs, and exact ids -> name.
     device_generations: tuple[tuple[str, str], ...] = ()
     device_ids: dict[str, str] = {}
+    # The kinds of per-family program it reads (accel_regress.core.contracts.ProgramKind): each one's
+    # entry-point group and contract. Declared here, so the core lists no kind of program.
+    program_kinds: tuple = ()
 
     def missing_files(self) -> list[str]:
         """The ``package_files`` not present in this installation, as paths."""

@@ -6,6 +6,9 @@ Each entry-point group has a Protocol of what the suite calls (``Required``) and
 calls when present (``Optional``): a module (or, for backends, an instance) is checked for each
 member's presence, that it is callable with the arguments the suite passes, and the type of each
 constant. The Protocols are also the documentation: the README's outside-team guide points here.
+The core's own kinds (families, backends) are here; each kind of per-family program is declared by
+the backend that reads it (a ProgramKind: emu models in backends/emu, IREE programs in
+toolchains/iree/program.py, torch programs in backends/torch).
 
 The one tolerance entry point is ``tolerances(case, inputs, ref) -> {output: ErrorModel}``
 (``ErrorModel`` from accel_regress.golden.tolerance: the allowance and which statistical checks
@@ -14,6 +17,7 @@ included: a family whose outputs must match bit for bit returns golden.tolerance
 """
 import inspect
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, get_type_hints
 
 import numpy as np
@@ -55,35 +59,6 @@ class GoldenModuleOptional(Protocol):
     def format_excludes(self, case: Case) -> Optional[str]: ...
 
 
-class EmuModel(Protocol):
-    """``accel_regress.emu_models``: the device's arithmetic, in the device's order and formats."""
-
-    def run(self, case: Case, inputs: Arrays) -> Arrays: ...
-
-
-class EmuModelOptional(Protocol):
-    FAULTS: Mapping[str, Fault]               # the family's documented bugs, by --inject-fault name
-
-    def timeout(self, case: Case) -> float: ...
-
-    def supports_inputs(self, case: Case) -> Optional[str]: ...   # an input class its formats cannot hold
-
-
-class IreeProgram(Protocol):
-    """``accel_regress.iree_programs``: the linalg program IREE backends compile
-    (accel_regress.toolchains.iree.program.Program: MLIR text, entry, input and output names)."""
-
-    def program(self, case: Case) -> Any: ...
-
-
-class IreeProgramOptional(Protocol):
-    RISCV_VARIANTS: bool                      # False: params["variant"] is not a RISC-V flag variant
-
-    def plan(self, case: Case) -> Any: ...    # programs run one after another (a runlist)
-
-    def unsupported(self, case: Case) -> Optional[str]: ...
-
-
 class Backend(Protocol):
     """``accel_regress.backends`` (name = "module:Class"): the class, instantiated with no
     arguments. Subclassing accel_regress.core.backend.Backend gives every member but ``run``."""
@@ -115,17 +90,39 @@ class Backend(Protocol):
 
 
 class BackendOptional(Protocol):
-    pass
+    program_kinds: tuple               # the ProgramKinds it reads (accel_regress.core.backend.Backend: none)
 
 
-# registry kind -> (what must be there, what is checked when there); the plugin and command groups
-# hold a pytest plugin module and a main(argv) function, which pytest and the command line check.
+# The core's own kinds -> (what must be there, what is checked when there); the plugin and command
+# groups hold a pytest plugin module and a main(argv) function, which pytest and the command line
+# check. A kind of per-family program (emu models, IREE programs, torch programs, ...) is not listed
+# here: the backend that reads it declares it as a ProgramKind (Backend.program_kinds).
 CONTRACTS: dict[str, tuple[type, type]] = {
     "family": (GoldenModule, GoldenModuleOptional),
-    "emu_model": (EmuModel, EmuModelOptional),
-    "iree_program": (IreeProgram, IreeProgramOptional),
     "backend": (Backend, BackendOptional),
 }
+
+
+@dataclass(frozen=True)
+class ProgramKind:
+    """A kind of per-family module a backend reads: the entry-point group it is registered in
+    (one module per family id) and the Protocols of what the backend calls (required) and calls
+    when present (optional). Declared by the backend (``program_kinds``), so that a new kind is
+    new files and registrations, never an edit of the core."""
+    kind: str          # its name in messages and in registry.registrations(kind): "torch_program"
+    group: str         # its entry-point group: "accel_regress.torch_programs"
+    required: type
+    optional: type
+
+    def __post_init__(self):
+        if not self.group.startswith("accel_regress."):
+            raise ValueError(f"program kind {self.kind!r}: its group {self.group!r} is not an accel_regress.* group")
+
+
+def _contract(kind) -> tuple[type, type]:
+    if isinstance(kind, ProgramKind):
+        return kind.required, kind.optional
+    return CONTRACTS[kind]
 
 
 def _members(proto: type) -> tuple[dict[str, Any], dict[str, Callable]]:
@@ -181,11 +178,12 @@ def fault_problem(fn: Any) -> Optional[str]:
     return f"{wrong} cannot be called as fault(case, outputs)" if wrong else None
 
 
-def problems(kind: str, obj: Any) -> list[str]:
-    """What ``obj`` (a module, or a backend instance) lacks or gets wrong of its kind's contract."""
-    if kind not in CONTRACTS:
+def problems(kind, obj: Any) -> list[str]:
+    """What ``obj`` (a module, or a backend instance) lacks or gets wrong of its kind's contract
+    (``kind``: a key of CONTRACTS, or a ProgramKind)."""
+    if not isinstance(kind, ProgramKind) and kind not in CONTRACTS:
         return []
-    required, optional = CONTRACTS[kind]
+    required, optional = _contract(kind)
     out = []
     for proto, must in ((required, True), (optional, False)):
         hints, methods = _members(proto)
@@ -212,9 +210,9 @@ def problems(kind: str, obj: Any) -> list[str]:
     return out
 
 
-def describe(kind: str) -> str:
+def describe(kind) -> str:
     """The contract of ``kind`` in one line, for messages: required, then (optional) members."""
-    required, optional = CONTRACTS[kind]
+    required, optional = _contract(kind)
     parts = []
     for proto, fmt in ((required, "{}"), (optional, "[{}]")):
         hints, methods = _members(proto)

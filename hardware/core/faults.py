@@ -19,8 +19,9 @@ def builtin() -> dict[str, Fault]:
     from accel_regress.core import registry
     found: dict[str, Fault] = {}
     where: dict[str, str] = {}
-    for op, reg in registry.registrations("emu_model").items():
-        for name, fn in getattr(registry.module_for("emu_model", op), "FAULTS", {}).items():
+    kind = registry.program_kinds().get("accel_regress.emu_models")
+    for op, reg in registry.registrations("accel_regress.emu_models").items():
+        for name, fn in getattr(registry.module_for(kind or "accel_regress.emu_models", op), "FAULTS", {}).items():
             if name in found:
                 raise registry.RegistrationError(
                     f"fault {name!r} is defined twice: by the emu model of {where[name]} and of "

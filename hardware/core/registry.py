@@ -1,13 +1,19 @@
 """What the suite can run, registered through entry points, and where each registration came from.
 
-Four entry-point groups, read with importlib.metadata. The built-ins are registered through the
+Entry-point groups, read with importlib.metadata. The built-ins are registered through the
 same groups in this repository's pyproject.toml; an operator team registers its own in its own
 package's pyproject.toml:
 
     [project.entry-points."accel_regress.backends"]        # name = "module:BackendClass"
+    [project.entry-points."accel_regress.families"]        # op = "module"  (the golden module, OP = op)
     [project.entry-points."accel_regress.emu_models"]      # op = "module"  (run, FAULTS, timeout)
     [project.entry-points."accel_regress.iree_programs"]   # op = "module"  (program(case) -> Program)
-    [project.entry-points."accel_regress.families"]        # op = "module"  (the golden module, OP = op)
+    [project.entry-points."accel_regress.torch_programs"]  # op = "module"  (run(case, inputs, device))
+
+The core's own groups are GROUPS. Every other ``accel_regress.*`` group holds a kind of per-family
+program, read as found: the backend that reads it declares it (``Backend.program_kinds``, a
+contracts.ProgramKind naming the group and its contract), so a new kind of program (a GPU target's,
+a framework's) is a backend and its registrations, never an edit here.
 
 Two registrations of one name in one group are an error that names both sources. Everything is
 imported lazily, so a missing toolchain never breaks the suite.
@@ -30,10 +36,9 @@ if TYPE_CHECKING:       # imported when a backend is asked for: the pytest plugi
     from accel_regress.core.backend import Backend
 
 DIST = "accel-regress"
+PREFIX = "accel_regress."
 GROUPS = {
     "backend": "accel_regress.backends",
-    "emu_model": "accel_regress.emu_models",
-    "iree_program": "accel_regress.iree_programs",
     "family": "accel_regress.families",
     "plugin": "accel_regress.plugins",      # name = "module": a pytest plugin a backend or family brings
     # name = "module": a pytest plugin registered only when a session is the plugin's (no options of
@@ -50,17 +55,22 @@ class RegistrationError(Exception):
 
 @dataclass(frozen=True)
 class Registration:
-    kind: str       # a key of GROUPS
+    kind: str       # a key of GROUPS, or the group of a kind of program (accel_regress.torch_programs)
     name: str       # backend id, or operator family id (case.op)
     value: str      # "module" or "module:attribute"
     source: str     # who registered it: distribution and version, and where its entry points live
 
-    def load(self):
+    @property
+    def group(self) -> str:
+        return GROUPS.get(self.kind, self.kind)
+
+    def load(self, contract=None):
         """The registered object. One that cannot be loaded is a RegistrationError naming the
         distribution, group, name and error; a backend whose own dependency is missing (its
-        toolchain's Python package) raises that ImportError, which makes it unavailable."""
+        toolchain's Python package) raises that ImportError, which makes it unavailable.
+        ``contract``: the ProgramKind a backend reads it as (else the one a backend declares)."""
         try:
-            obj = md.EntryPoint(self.name, self.value, GROUPS[self.kind]).load()
+            obj = md.EntryPoint(self.name, self.value, self.group).load()
         except ImportError as exc:
             if self.kind == "backend" and not _names_the_registration(exc, self.module):
                 raise
@@ -68,25 +78,36 @@ class Registration:
         except Exception as exc:       # AttributeError (a typo after ':'), SyntaxError, an error at import
             raise RegistrationError(self.broken(exc)) from None
         if self.kind != "backend":    # a backend class is checked once made (get)
-            self.check(obj)
+            self.check(obj, contract)
         return obj
 
-    def check(self, obj) -> None:
-        """Raise RegistrationError naming what ``obj`` lacks of its group's contract (core/contracts.py)."""
+    def contract(self):
+        """What it is checked against: its core kind, or the ProgramKind a backend declares for its
+        group; None for a plugin or command, or a group no registered backend reads."""
         from accel_regress.core import contracts      # numpy and the golden types: not at start-up
-        problems = contracts.problems(self.kind, obj)
+        if self.kind in contracts.CONTRACTS:
+            return self.kind
+        return program_kinds().get(self.group)
+
+    def check(self, obj, contract=None) -> None:
+        """Raise RegistrationError naming what ``obj`` lacks of its group's contract (core/contracts.py)."""
+        from accel_regress.core import contracts
+        contract = contract or self.contract()
+        if contract is None:
+            return
+        problems = contracts.problems(contract, obj)
         if self.kind == "family" and isinstance(getattr(obj, "OP", None), str) and obj.OP != self.name:
             problems.insert(0, f"its OP is {obj.OP!r}, not the name it is registered under")
         if problems:
             raise RegistrationError(f"{self.where()} does not meet its contract "
-                                    f"({contracts.describe(self.kind)}): {'; '.join(problems)}")
+                                    f"({contracts.describe(contract)}): {'; '.join(problems)}")
 
     @property
     def module(self) -> str:
         return self.value.partition(":")[0].strip()
 
     def where(self) -> str:
-        return f"entry point {self.name} = {self.value} (group {GROUPS[self.kind]}, distribution {self.source})"
+        return f"entry point {self.name} = {self.value} (group {self.group}, distribution {self.source})"
 
     def broken(self, exc: BaseException) -> str:
         return f"{self.where()} cannot be loaded: {type(exc).__name__}: {exc}"
@@ -122,8 +143,15 @@ def _checkout_entry_points(path: Path) -> list[tuple[str, str, str, str]]:
         return []
     source = f"{DIST} {project.get('version', '?')} (source checkout, {path})"
     eps = project.get("entry-points", {})
-    return [(kind, name, value, source) for kind, group in GROUPS.items()
-            for name, value in eps.get(group, {}).items()]
+    return [(_kind_of(group), name, value, source) for group, table in eps.items()
+            if group.startswith(PREFIX) for name, value in table.items()]
+
+
+_CORE_KIND = {group: kind for kind, group in GROUPS.items()}
+
+
+def _kind_of(group: str) -> str:
+    return _CORE_KIND.get(group, group)
 
 
 def _installed_entry_points(skip_own: bool) -> list[tuple[str, str, str, str]]:
@@ -133,7 +161,8 @@ def _installed_entry_points(skip_own: bool) -> list[tuple[str, str, str, str]]:
     out = []
     every = md.entry_points()
     named: dict[int, tuple] = {}
-    for kind, group in GROUPS.items():
+    for group in sorted(g for g in every.groups if g.startswith(PREFIX)):
+        kind = _kind_of(group)
         for ep in every.select(group=group):
             dist = ep.dist
             if id(dist) not in named:
@@ -157,18 +186,56 @@ def _all() -> dict[str, dict[str, Registration]]:
     table: dict[str, dict[str, Registration]] = {kind: {} for kind in GROUPS}
     for kind, name, value, source in found:
         reg = Registration(kind, name, value, source)
-        old = table[kind].get(name)
+        old = table.setdefault(kind, {}).get(name)
         if old is not None and old != reg:
             raise RegistrationError(
-                f"{kind.replace('_', ' ')} {name!r} is registered twice (entry-point group {GROUPS[kind]}): "
+                f"{(kind if kind in GROUPS else kind[len(PREFIX):].removesuffix('s')).replace('_', ' ')} "
+                f"{name!r} is registered twice (entry-point group {reg.group}): "
                 f"{old.value} by {old.source}, and {value} by {source}")
         table[kind][name] = reg
     return table
 
 
-def registrations(kind: str) -> dict[str, Registration]:
-    """Every registration of one kind (a key of GROUPS), by name, in registration order."""
-    return _all()[kind]
+def registrations(kind) -> dict[str, Registration]:
+    """Every registration of one kind, by name, in registration order. ``kind``: a key of GROUPS,
+    a ProgramKind, or a program kind's name or group ("iree_program", "accel_regress.iree_programs")."""
+    return _all().get(_key(kind), {})
+
+
+def kinds() -> list[str]:
+    """Every kind registered in: the core's (GROUPS), then each group of programs found."""
+    return list(_all())
+
+
+def _key(kind) -> str:
+    group = getattr(kind, "group", None)
+    if group is not None:                 # a ProgramKind
+        return group
+    if kind in GROUPS or kind.startswith(PREFIX):
+        return kind
+    for declared in program_kinds().values():
+        if declared.kind == kind:
+            return declared.group
+    raise KeyError(f"no registered backend reads a kind of program named {kind!r}; the kinds read: "
+                   f"{', '.join(sorted(k.kind for k in program_kinds().values())) or 'none'}")
+
+
+@lru_cache(maxsize=None)
+def program_kinds() -> dict:
+    """group -> the ProgramKind the registered backends declare for it (``program_kinds``), read
+    from their classes. Two backends declaring one group with different contracts is an error."""
+    found: dict = {}
+    for reg in registrations("backend").values():
+        try:
+            cls = reg.load()
+        except Exception:             # broken or unavailable: get() and broken() say why
+            continue
+        for pk in getattr(cls, "program_kinds", ()) or ():
+            old = found.setdefault(pk.group, pk)
+            if old != pk:
+                raise RegistrationError(f"entry-point group {pk.group} is declared twice with different "
+                                        f"contracts: {old} and {pk} (backend {reg.name}, {reg.source})")
+    return found
 
 
 def clear_cache() -> None:
@@ -177,6 +244,7 @@ def clear_cache() -> None:
     get.cache_clear()
     availability.cache_clear()
     module_for.cache_clear()
+    program_kinds.cache_clear()
 
 
 def names() -> list[str]:
@@ -195,10 +263,13 @@ def __getattr__(attr):
 
 
 @lru_cache(maxsize=None)
-def module_for(kind: str, op: str):
-    """The registered module of operator family ``op`` (emu model, IREE program, golden), or None."""
+def module_for(kind, op: str):
+    """The registered module of operator family ``op`` (golden, upstream, or a program: ``kind`` a
+    ProgramKind, which it is checked against), or None."""
     reg = registrations(kind).get(op)
-    return reg.load() if reg is not None else None
+    if reg is None:
+        return None
+    return reg.load(kind if hasattr(kind, "group") else None)
 
 
 @lru_cache(maxsize=None)
@@ -270,7 +341,7 @@ def broken() -> list[str]:
     """Every registration that cannot be loaded, each named with its distribution, group, name and
     error. The registered modules are found without being run (their packages are imported); the
     backends, which every session loads anyway, are loaded and checked against their contract."""
-    problems = [problem for kind in GROUPS if kind != "backend" for reg in registrations(kind).values()
+    problems = [problem for kind in kinds() if kind != "backend" for reg in registrations(kind).values()
                 for problem in [reg.unfindable()] if problem]
     for name in registrations("backend"):
         try:

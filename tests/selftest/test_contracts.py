@@ -161,8 +161,9 @@ def test_a_module_that_breaks_its_contract_is_named_with_what_it_lacks(team, kin
         registry.module_for(kind, "twice")
     text = str(err.value)
     assert problem in text, text
-    assert f"group {registry.GROUPS[kind]}, distribution twice-pkg 0.3" in text
-    assert contracts.CONTRACTS[kind][0].__name__ in text
+    group = registry.GROUPS.get(kind) or registry.registrations(kind)["twice"].group
+    assert f"group {group}, distribution twice-pkg 0.3" in text
+    assert {"family": "GoldenModule", "emu_model": "EmuModel", "iree_program": "IreeProgram"}[kind] in text
 
 
 def test_a_backend_that_breaks_its_contract_is_a_usage_error(team):
@@ -176,7 +177,60 @@ def test_a_backend_that_breaks_its_contract_is_a_usage_error(team):
 def test_every_builtin_registration_meets_its_contract():
     registry.clear_cache()
     assert registry.broken() == []
-    for kind in registry.GROUPS:
+    for kind in registry.kinds():
         for name, reg in registry.registrations(kind).items():
             obj = registry.get(name) if kind == "backend" else reg.load()
-            assert contracts.problems(kind, obj) == [], (kind, name)
+            assert contracts.problems(reg.contract() or kind, obj) == [], (kind, name)
+
+
+# A kind of per-family program the core has never heard of: a backend in an outside package declares
+# the group it reads and its contract; registrations in that group are found, checked and listed.
+SHADER = {
+    "shader.py": '''
+        from typing import Protocol
+        from accel_regress.core.backend import Backend
+        from accel_regress.core.contracts import ProgramKind
+        from accel_regress.core import registry
+        class ShaderProgram(Protocol):
+            def shade(self, case, inputs): ...
+        class ShaderProgramOptional(Protocol):
+            pass
+        SHADERS = ProgramKind("shader_program", "accel_regress.shader_programs", ShaderProgram, ShaderProgramOptional)
+        class ShaderBackend(Backend):
+            kind = "compiler"
+            description = "runs each family's shader program"
+            program_kinds = (SHADERS,)
+            def supports_op(self, op):
+                return None if registry.module_for(SHADERS, op) else "no shader program"
+            def run(self, case, inputs):
+                return registry.module_for(SHADERS, case.op).shade(case, inputs)
+    ''',
+    "shader_twice.py": "def shade(case, inputs):\n    return {'out': 2 * inputs['x']}\n",
+    "shader_bad.py": "def shade(inputs):\n    return inputs\n",
+}
+
+
+def test_a_new_kind_of_program_needs_no_core_edit(team, pytester):
+    team({"accel_regress.families": "twice = twice_pkg.golden_twice",
+          "accel_regress.backends": "shader = twice_pkg.shader:ShaderBackend",
+          "accel_regress.shader_programs": "twice = twice_pkg.shader_twice"}, {**GOOD, **SHADER})
+    assert "shader_program" not in registry.GROUPS and "shader_program" not in contracts.CONTRACTS
+    assert registry.check() is None
+    assert list(registry.registrations("shader_program")) == ["twice"]
+    _run(pytester, "--hw", "shader").assert_outcomes(passed=3)
+    listing = _listing()
+    assert listing.returncode == 0, listing.stderr
+    assert "accel_regress.shader_programs:  (shader_programs)" in listing.stdout
+
+
+def test_a_program_of_a_new_kind_is_checked_against_the_contract_its_backend_declares(team):
+    team({"accel_regress.families": "twice = twice_pkg.golden_twice",
+          "accel_regress.backends": "shader = twice_pkg.shader:ShaderBackend",
+          "accel_regress.shader_programs": "twice = twice_pkg.shader_bad"}, {**GOOD, **SHADER})
+    with pytest.raises(registry.RegistrationError) as err:
+        registry.module_for("shader_program", "twice")
+    text = str(err.value)
+    assert "shade(inputs) cannot be called as shade(case, inputs)" in text and "ShaderProgram" in text, text
+    assert "group accel_regress.shader_programs, distribution twice-pkg 0.3" in text
+    listing = _listing()
+    assert listing.returncode == 2 and "BROKEN: " in listing.stdout, listing.stdout

@@ -10,17 +10,35 @@ from __future__ import annotations
 
 import platform
 from importlib import metadata
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Protocol
 
 import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core import registry
 from accel_regress.core.backend import Backend
+from accel_regress.core.contracts import Arrays, Fault, ProgramKind
+
+
+class EmuModel(Protocol):
+    """``accel_regress.emu_models``: the device's arithmetic, in the device's order and formats."""
+
+    def run(self, case: Case, inputs: Arrays) -> Arrays: ...
+
+
+class EmuModelOptional(Protocol):
+    FAULTS: Mapping[str, Fault]               # the family's documented bugs, by --inject-fault name
+
+    def timeout(self, case: Case) -> float: ...
+
+    def supports_inputs(self, case: Case) -> Optional[str]: ...   # an input class its formats cannot hold
+
+
+EMU_MODELS = ProgramKind("emu_model", "accel_regress.emu_models", EmuModel, EmuModelOptional)
 
 
 def _model(op: str):
-    return registry.module_for("emu_model", op)
+    return registry.module_for(EMU_MODELS, op)
 
 
 class EmuBackend(Backend):
@@ -28,11 +46,12 @@ class EmuBackend(Backend):
     kind = "emulator"
     description = "numerical models of each device (numpy/torch); every documented bug is an injectable fault"
     default_timeout_s = 60.0
+    program_kinds = (EMU_MODELS,)
 
     def supports_op(self, op: str) -> Optional[str]:
         if _model(op) is None:
             return (f"emu has no model of operator {op!r} (register one in the entry-point group "
-                    f"{registry.GROUPS['emu_model']})")
+                    f"{EMU_MODELS.group})")
         return None
 
     def supports_inputs(self, case: Case) -> Optional[str]:
@@ -43,7 +62,7 @@ class EmuBackend(Backend):
 
     def preload_modules(self) -> list[str]:
         return super().preload_modules() + [r.value.split(":")[0] for r in
-                                            registry.registrations("emu_model").values()]
+                                            registry.registrations(EMU_MODELS).values()]
 
     def versions(self) -> dict[str, str]:
         # From the installed metadata: importing torch costs this (pytest) process ~2 s, and only

@@ -48,7 +48,7 @@ from accel_regress.golden.case import Case
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Crash, Hang, Unsupported
 from accel_regress.toolchains.iree import compiler
-from accel_regress.toolchains.iree.program import Program, program_for, unsupported_op
+from accel_regress.toolchains.iree.program import IREE_PROGRAMS, Program, program_for, unsupported_op
 from accel_regress.backends.iree_amd_aie import toolchain
 
 TARGET_BACKEND = "amd-aie"
@@ -116,6 +116,7 @@ class IreeAmdAieBackend(Backend):
     description = ("iree-amd-aie: IREE + the AMD AIE compiler plugin (amd-aie target), run by its NPU HAL "
                    "driver (amdxdna, xrt-lite or xrt) on an AMD NPU")
     default_timeout_s = 120.0
+    program_kinds = (IREE_PROGRAMS,)
     device_resource = "npu"
 
     # --- what the installed build speaks --------------------------------------------------------

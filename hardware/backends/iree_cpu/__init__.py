@@ -19,6 +19,7 @@ from accel_regress.core.backend import Backend
 from accel_regress.core.errors import Crash, NotApplicable
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import (
+    IREE_PROGRAMS,
     Program,
     plan_for,
     program_for,
@@ -60,6 +61,7 @@ class IreeCpuBackend(Backend):
     kind = "compiler"
     description = "IREE (iree-base-compiler / iree-base-runtime) compiles the linalg program for the host CPU"
     default_timeout_s = 300.0
+    program_kinds = (IREE_PROGRAMS,)
 
     def availability(self) -> Optional[str]:
         reason = compiler.availability()

@@ -28,6 +28,7 @@ from accel_regress.core.backend import Backend
 from accel_regress.core.errors import Crash, Hang, Unsupported
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import (
+    IREE_PROGRAMS,
     plan_for,
     riscv_target,
     run_plan,
@@ -68,6 +69,7 @@ class QemuRvvBackend(Backend):
     kind = "simulator"
     description = "IREE riscv64 static library + our C harness under qemu-riscv64 (RVV, VLEN 128/256/512)"
     default_timeout_s = 120.0
+    program_kinds = (IREE_PROGRAMS,)
     package_files = ("accel_regress.backends.qemu_rvv:harness/harness.c", "accel_regress.backends.qemu_rvv:harness/abi.h")
 
     def __init__(self):

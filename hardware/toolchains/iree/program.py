@@ -10,11 +10,12 @@ the case's outputs; and ``unsupported(case)``, why its program cannot express a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Protocol
 
 import numpy as np
 
 from accel_regress.golden.case import Case
+from accel_regress.core.contracts import ProgramKind
 from accel_regress.core.errors import Unsupported
 
 
@@ -29,16 +30,33 @@ class Program:
     constants: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
+class IreeProgram(Protocol):
+    """``accel_regress.iree_programs``: the linalg program IREE backends compile (a Program)."""
+
+    def program(self, case: Case) -> Any: ...
+
+
+class IreeProgramOptional(Protocol):
+    RISCV_VARIANTS: bool                      # False: params["variant"] is not a RISC-V flag variant
+
+    def plan(self, case: Case) -> Any: ...    # programs run one after another (a runlist)
+
+    def unsupported(self, case: Case) -> Optional[str]: ...
+
+
+# What every IREE backend reads (its ``program_kinds``).
+IREE_PROGRAMS = ProgramKind("iree_program", "accel_regress.iree_programs", IreeProgram, IreeProgramOptional)
+
+
 def program_module(op: str):
     from accel_regress.core import registry
-    return registry.module_for("iree_program", op)
+    return registry.module_for(IREE_PROGRAMS, op)
 
 
 def unsupported_op(op: str) -> Optional[str]:
     if program_module(op) is None:
-        from accel_regress.core import registry
         return (f"no linalg program for operator {op!r} (register one in the entry-point group "
-                f"{registry.GROUPS['iree_program']})")
+                f"{IREE_PROGRAMS.group})")
     return None
 
 
