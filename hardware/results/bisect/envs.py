@@ -225,8 +225,10 @@ class EnvCache:
             if unreachable:
                 raise BuildError(f"{self.installer} install {' '.join(specs)}: the package index could not be "
                                  f"reached ({unreachable}); not a missing version")
+            none = any("(from versions: none)" in ln for ln in said)
             raise BuildError(f"{self.installer} install {' '.join(specs)} failed (exit {proc.returncode}): "
-                             + " | ".join(said[-3:]))
+                             + " | ".join(said[-3:])
+                             + ("; the index offered no version at all: is it reachable?" if none else ""))
         doc = {"pins": dict(pins), "installer": self.installer, "build_s": round(seconds, 3),
                "argv": argv, "python": sys.version.split()[0], "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "notes": unmet_requirements(tmp / "site")}

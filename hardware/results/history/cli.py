@@ -103,6 +103,8 @@ def main(argv=None) -> int:
     except HistoryError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:      # the reader went away (`| head`): accel_regress.__main__ ends quietly
+        raise
     except Exception as exc:     # a database error mid-question: one line, never a traceback wall
         from accel_regress.results.history.store import _reason
         print(f"{PROG}: history {history.where}: {_reason(exc)}", file=sys.stderr)

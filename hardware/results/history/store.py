@@ -94,9 +94,10 @@ def _server_engine(location: str, timeout: float) -> Engine:
     if not url.drivername.startswith("postgresql"):
         raise HistoryError(f"{describe(location)}: only postgresql:// servers are supported (or a SQLite file path)")
     # Every wait bounded on the server's side too: a lock another client holds (lock_timeout) and a
-    # statement that runs on (statement_timeout) end in an error, never a session stuck at its end.
+    # statement that runs on (statement_timeout, later: a lock wait is then named as one) end in an
+    # error, never a session stuck at its end (PostgreSQL's runtime-config-client.html).
     ms = max(1, int(timeout * 1000))
-    options = f"-c lock_timeout={ms} -c statement_timeout={ms} -c idle_in_transaction_session_timeout={ms * 4}"
+    options = f"-c lock_timeout={ms} -c statement_timeout={2 * ms} -c idle_in_transaction_session_timeout={4 * ms}"
     return sa.create_engine(url, connect_args={"connect_timeout": max(1, int(timeout + 0.999)), "options": options},
                             poolclass=sa.pool.NullPool)
 
