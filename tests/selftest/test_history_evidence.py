@@ -166,6 +166,15 @@ def test_enough_same_line_sessions_are_evidence_and_named(location, tmp_path, ca
     assert f"sessions of project {PROJECT}, branch {BRANCH}" in out, out
 
 
+def test_a_failure_that_stayed_is_not_flaky(location, tmp_path, capsys):
+    """P P P P P F before, F now: one flip, a rate of 0.2 (above the default bound 0.1): a regression
+    that stayed, not a flake."""
+    _sessions(location, ["PASS"] * 5 + ["FAIL"])
+    now = write(tmp_path / "now.json", results(30, {"c1": "PASS", "c2": "FAIL"}))
+    code, out = _gate(capsys, now, "--baseline", "history", "--history", location)
+    assert code == 1 and "known flaky" not in out, out
+
+
 @pytest.mark.parametrize("bad", ["HANG", "CRASH"])
 def test_a_hang_or_crash_is_never_downgraded(location, tmp_path, capsys, bad):
     _sessions(location, [v if v == "PASS" else bad for v in FLIPS])
@@ -397,6 +406,8 @@ def test_history_show_prints_escape_sequences_inert(location, capsys):
 # --- item 8: upstream -o ------------------------------------------------------------------------------
 
 def test_upstream_out_never_deletes_and_refuses_files_and_links(tmp_path):
+    import numpy as np
+    from accel_regress.results.upstream import bundle
     keep = tmp_path / "findings"
     keep.mkdir()
     (keep / "precious.md").write_text("mine")
@@ -404,19 +415,22 @@ def test_upstream_out_never_deletes_and_refuses_files_and_links(tmp_path):
     afile.write_text("also mine")
     link = tmp_path / "a-link"
     link.symlink_to(keep)
-    for out in (keep, afile, link):
+    for out in (keep, afile, link):      # the writer itself: it was handed a folder with files in it
+        with pytest.raises(FileExistsError, match="give a new"):
+            bundle.write_bundle(out, title="t", program_mlir="", spec={}, inputs={"x": np.zeros(1)})
+    for out in (keep, afile, link):      # the command: a usage error before any work
         proc = subprocess.run([sys.executable, "-m", "accel_regress", "upstream",
                                "tests/test_gemm_partition_n.py::test_forward_shape", "-o", str(out)],
                               cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, (out, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr and "give a new" in proc.stderr, proc.stderr
     assert (keep / "precious.md").read_text() == "mine" and afile.read_text() == "also mine" and link.is_symlink()
-    from accel_regress.results.upstream import bundle
-    import numpy as np
-    with pytest.raises(FileExistsError, match="never deleted"):
-        bundle.write_bundle(keep, title="t", program_mlir="", spec={}, inputs={"x": np.zeros(1)})
     assert sorted(p.name for p in keep.iterdir()) == ["precious.md"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-link", "findings"]    # no leftovers
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert bundle.write_bundle(empty, title="t", program_mlir="", spec={}, inputs={"x": np.zeros(1)}) == empty
+    assert (empty / "bundle.json").is_file()
 
 
 # --- item 10: the smaller ones --------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """``gate --baseline history``: the gate's baseline and known-flaky cases from the history.
 
 The baseline of each device is its previous run in the history (the gated run itself and later
-runs left out). A failure is *known flaky* when its outcome flipped at a rate above the policy's
-bound (``[flaky] bound``, over the last ``[flaky] window`` runs of its device); the gate then
+runs left out). A failure is *known flaky* when its outcome flipped at least twice, at a rate above
+the policy's bound (``[flaky] bound``, over the last ``[flaky] window`` runs of its evidence); the gate then
 reports it with its rate and the evidence it is from, and does not block on it unless ``[flaky]
 blocks``. A HANG or CRASH is never downgraded (a flaky hang still stops a release). A known-bug
 expectation still wins: such a case is XFAIL in the run, not a failure. Evidence is only the
@@ -41,5 +41,8 @@ def from_history(data: dict, location: Optional[str], failures: tuple, bound: fl
         raise HistoryError(f"history {history.where}: {_reason(exc)}") from None
     finally:
         history.close()
-    known = {k: f"{f.describe()}; {f.evidence()}" for k, f in found.rates.items() if f.rate > bound}
+    # Two flips at least, as `history flaky` asks: a failure that followed passes and stayed is a
+    # regression however short the window, not a flake.
+    known = {k: f"{f.describe()}; {f.evidence()}" for k, f in found.rates.items()
+             if (f.flips >= 2 or f.repeat_flaky) and f.rate > bound}
     return found.baseline, known, found.note

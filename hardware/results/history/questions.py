@@ -32,9 +32,10 @@ from accel_regress.results.history.rows import BAD, GOOD, IMPORT, SESSION, parse
 from accel_regress.results.history.store import _CHUNK, History
 
 R, C, T, D, RD, V = S.runs, S.cases, S.tests, S.devices, S.run_devices, S.run_versions
-# Outcomes of a test on a device (within the window) before a flip rate is evidence of flakiness:
-# with 5, a rate above the default bound (0.3) needs at least 2 flips among 4 neighbouring pairs,
-# so one failure after passes (or one pass amid failures) is never enough.
+# Good or bad outcomes of a test on a device (within the window) before its flip rate says anything:
+# a failure is known flaky only with at least 2 flips (baseline.from_history: it failed, recovered
+# and failed again), and 2 flips need at least 3 outcomes; 5 asks for two more, so three crafted
+# runs, or a pass-fail-pass that one bad day makes, are never a verdict on the device.
 MIN_EVIDENCE = 5
 
 
