@@ -83,6 +83,9 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
                         "argv": session.get("argv"), "exit_status": session.get("exit_status"),
                         "fault": session.get("fault"), "golden_seed": session.get("golden_seed"),
                         "interrupted": session.get("interrupted"), "devices": sorted(devices)})
+        # The run's provenance, so that the history stores a merged file's runs as their own sessions
+        # stored them, and the gate finds their evidence (history/questions.gate_inputs).
+        sources[-1].update({k: session[k] for k in ("revision", "runner", "project", "branch") if session.get(k)})
     cases = list(by_cell.values())
     session = {"merged_from": sources, "hw": hw, "interrupted": interrupted,
                "started": min((s["started"] for s in sources if s["started"]), default=None),

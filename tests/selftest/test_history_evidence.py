@@ -119,6 +119,20 @@ def test_every_run_carries_its_provenance(location, tmp_path, capsys):
     assert rows == [(PROJECT, BRANCH, "abc", "ci-1", "session", False), (PROJECT, BRANCH, "rev002", "ci-1", "import", False)]
 
 
+def test_a_merged_record_keeps_each_runs_provenance(location, tmp_path, capsys):
+    from accel_regress.results.merge import merge
+    a = write(tmp_path / "a.json", results(1, {"c1": "PASS"}, host="h1", revision="aaa", branch="main"))
+    b = write(tmp_path / "b.json", results(2, {"c1": "FAIL"}, host="h2", revision="bbb", branch="rc-1"))
+    merged, _ = merge([(None, a), ("b", b)])
+    code, out = _cli(capsys, "import", "--history", location, write(tmp_path / "m.json", merged))
+    assert code == 0, out
+    h = History(location)
+    with h.read() as conn:
+        rows = sorted(tuple(r) for r in conn.execute(sa.select(S.runs.c.host, S.runs.c.revision, S.runs.c.branch,
+                                                                S.runs.c.project, S.runs.c.entry)))
+    assert rows == [("h1", "aaa", "main", PROJECT, "import"), ("h2", "bbb", "rc-1", PROJECT, "import")]
+
+
 def test_crafted_imports_never_make_a_real_failure_flaky(location, tmp_path, capsys):
     """Issue 34 item 2's reproduction: another host's, another revision's PASS / FAIL / PASS imported,
     then a real FAIL gated against the history: DON'T SHIP (it shipped as "known flaky")."""
