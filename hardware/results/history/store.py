@@ -105,7 +105,10 @@ def _server_engine(location: str, timeout: float) -> Engine:
 def _reason(exc: BaseException) -> str:
     """One line for a database error: the driver's words, never a traceback or the SQL."""
     orig = getattr(exc, "orig", None) or exc
-    text = " ".join(str(orig).split()) or type(orig).__name__
+    # psycopg's text of a server error adds the statement ("LINE 1: INSERT INTO ..."): its primary
+    # message alone is the reason.
+    primary = getattr(getattr(orig, "diag", None), "message_primary", None)
+    text = " ".join(str(primary or orig).split()) or type(orig).__name__
     return text[:300]
 
 
