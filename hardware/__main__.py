@@ -96,7 +96,18 @@ def main(argv=None) -> int:
     except (ImportError, AttributeError) as exc:
         print(f"command {command!r} is not available: {exc}", file=sys.stderr)
         return 2
-    return int(fn(argv) or 0)
+    try:
+        code = int(fn(argv) or 0)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`| head`): what it wanted it has; no traceback, and nothing more
+        # written to the closed pipe (Python's "Note on SIGPIPE", library/signal.html). 141 is the
+        # status of a tool killed by SIGPIPE (128 + 13), as git's or grep's would be.
+        import os
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    return code
 
 
 if __name__ == "__main__":

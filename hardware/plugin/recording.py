@@ -227,8 +227,11 @@ def rerun_line(item, backend: Optional[str]) -> str:
 
 def _session_argv(config) -> list:
     """The session's arguments: pytest's own record of them (an xdist worker gets the
-    controller's; an inline run its own, not the outer process's sys.argv)."""
-    return [str(a) for a in config.invocation_params.args]
+    controller's; an inline run its own, not the outer process's sys.argv), with any URL's password
+    taken out (``--history postgresql://u:PW@...``): results.json, results.jsonl, the rerun lines
+    and the history never hold one."""
+    from accel_regress.results.history.location import redact
+    return [redact(str(a)) for a in config.invocation_params.args]
 
 
 def _as_result(rec: dict) -> dict:

@@ -195,11 +195,12 @@ class _Failures:
 
     def __init__(self, r: _Run):
         failing = sorted(k for k, c in r.now.items() if c["verdict"] in FAILURES)
-        self.known_flaky = [k for k in failing if k in r.known_flaky]
+        hc = (verdicts.HANG, verdicts.CRASH)
+        # A hang or crash is never downgraded as flaky: a device that sometimes hangs is not shippable.
+        self.known_flaky = [k for k in failing if k in r.known_flaky and r.now[k]["verdict"] not in hc]
         failing = [k for k in failing if k not in r.known_flaky]
         self.flaky = [k for k in failing if r.now[k]["verdict"] == verdicts.FLAKY and r.was(k) != verdicts.FLAKY]
         failing = [k for k in failing if k not in self.flaky]
-        hc = (verdicts.HANG, verdicts.CRASH)
         self.new_hang_crash = [k for k in failing if r.now[k]["verdict"] in hc and r.was(k) not in hc]
         self.rest = [k for k in failing if k not in self.new_hang_crash]
 
@@ -404,16 +405,20 @@ def main(argv=None) -> int:
                                 description="Ship (exit 0) or not (exit 1), and why.")
     p.add_argument("results", help="this run's results.json (one runner's, or merged)")
     p.add_argument("--baseline", help="an earlier results.json to compare with, or 'history': each device's "
-                                      "previous run in the results history, and its known-flaky failures")
+                                      "previous run in the results history, and its known-flaky failures "
+                                      "(a file named history: ./history)")
     p.add_argument("--history", default=None, metavar="PATH|URL",
                    help="the history --baseline history reads (default: $ACCEL_HISTORY, else the user data folder's)")
     p.add_argument("--policy", help="release policy TOML (default: every backend the session asked for must run)")
     p.add_argument("--allow-fault", action="store_true",
                    help="gate a run with an injected fault anyway (default: such a run is refused)")
+    p.add_argument("--flaky-imports", action="store_true",
+                   help="with --baseline history: runs brought in by `history import` count as evidence of "
+                        "flakiness too (default: only sessions that stored themselves)")
     args = p.parse_args(argv)
     try:
         data = results.load(Path(args.results))
-        from_history = args.baseline == "history" and not Path(args.baseline).exists()
+        from_history = args.baseline == "history"      # always the history: a file so named is ./history
         baseline = results.load(Path(args.baseline)) if args.baseline and not from_history else None
         policy = load_policy(Path(args.policy)) if args.policy else None
     except (results.ResultsError, PolicyError) as exc:
@@ -423,9 +428,12 @@ def main(argv=None) -> int:
     if from_history:
         from accel_regress.results.history.baseline import HistoryError, from_history as history_inputs
         p0 = policy or Policy()
-        try:    # --allow-fault: the history's fault runs count too (they stand for a flaky or broken device)
+        # Fault runs count as evidence only for a fault run gated with --allow-fault (the selftests'
+        # stand-in for a flaky device): never for a clean run.
+        try:
             baseline, known, note = history_inputs(data, args.history, FAILURES, p0.flaky_bound, p0.flaky_window,
-                                                   with_faults=args.allow_fault)
+                                                   with_faults=args.allow_fault and bool(faults_of(data)),
+                                                   with_imports=args.flaky_imports)
         except HistoryError as exc:
             print(f"gate: {exc}", file=sys.stderr)
             return 2

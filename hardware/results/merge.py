@@ -93,6 +93,9 @@ def merge(inputs: Iterable[tuple[Optional[str], Path]]) -> tuple[dict, list[str]
                         "fault": session.get("fault"), "golden_seed": session.get("golden_seed"),
                         "interrupted": session.get("interrupted"), "devices": sorted(devices),
                         **{k: session[k] for k in tiling.SHARD_FIELDS if k in session}})
+        # The run's provenance, so that the history stores a merged file's runs as their own sessions
+        # stored them, and the gate finds their evidence (history/questions.gate_inputs).
+        sources[-1].update({k: session[k] for k in ("revision", "runner", "project", "branch") if session.get(k)})
         if tiling.shard_of(session):
             ran[str(path)] = [c["nodeid"] for c in data["cases"]]
     problems = tiling.problems(sources, ran)

@@ -159,18 +159,36 @@ class Sink:
 
 
 def recover(jsonl: Path, out: Optional[Path] = None) -> dict:
-    """Rebuild results.json from a results.jsonl left by a session that never finished."""
-    lines = read_lines(jsonl)
-    session = next((r["session"] for r in lines if "session" in r), {})
+    """Rebuild results.json from a results.jsonl left by a session that never finished. A log with
+    no session line is not one (ResultsError); a finished record at ``out`` is never overwritten."""
+    lines = [r for r in read_lines(jsonl) if isinstance(r, dict)]
+    session = next((r["session"] for r in lines if isinstance(r.get("session"), dict)), None)
+    if session is None:
+        raise ResultsError(f"{jsonl}: not a session's results.jsonl (no session line)")
+    cases = [r for r in lines if isinstance(r.get("nodeid"), str) and isinstance(r.get("verdict"), str)]
+    target = Path(out or jsonl.with_suffix(".json"))
+    if target.exists() or target.is_symlink():
+        try:
+            old = schemas.parse_json(target, ResultsError)
+        except ResultsError as exc:
+            raise ResultsError(f"{target} exists and is not a record in progress ({exc}): not overwritten; "
+                               f"give another -o") from None
+        in_progress = isinstance(old, dict) and isinstance(old.get("session"), dict) \
+            and old["session"].get("in_progress") is True
+        if not in_progress:
+            raise ResultsError(f"{target} is a finished record (or not a results record): not overwritten; "
+                               f"give another -o")
     session["interrupted"] = True
-    data = build(session, {}, [r for r in lines if "nodeid" in r])
-    write_atomic(out or jsonl.with_suffix(".json"), strict_json.dumps(data, indent=1) + "\n")
+    session.pop("in_progress", None)
+    data = build(session, {}, cases)
+    write_atomic(target, strict_json.dumps(data, indent=1) + "\n")
     return data
 
 
 def recover_main(argv=None) -> int:
     """``python -m accel_regress recover reports/results.jsonl``: the record of a killed session (whose
-    results.json still says "in progress"), rebuilt from its log and marked interrupted."""
+    results.json still says "in progress"), rebuilt from its log and marked interrupted. Exit 2, with
+    the reason, for a log that is not a session's or a finished record in the way."""
     import argparse
     import sys
     p = argparse.ArgumentParser(prog="python -m accel_regress recover",
@@ -184,6 +202,9 @@ def recover_main(argv=None) -> int:
         return 2
     try:
         data = recover(jsonl, Path(args.output) if args.output else None)
+    except ResultsError as exc:
+        print(f"recover: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"recover: cannot write the record: {exc.strerror or exc}", file=sys.stderr)
         return 2

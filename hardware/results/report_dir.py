@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 
 LOCK = ".accel-regress.lock"
-# What a session writes into its report folder (hardware/results/report, the expectations and
-# recording plugins, pytest's junitxml at the default path the plugin gives it).
+# What a session writes into its report folder (hardware/results/report, the expectations,
+# recording and history plugins, pytest's junitxml at the default path the plugin gives it).
 OWN_FILES = ("results.json", "results.jsonl", "summary.md", "index.html", "pr-comment.md", "matrix.csv",
-             "junit.xml", "expectations.json")
+             "junit.xml", "expectations.json", "history.html")
 OWN_PATTERNS = (("", "matrix-*.csv"), ("heatmaps", "*.png"), ("arrays", "*.npy"))
 
 

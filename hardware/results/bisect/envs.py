@@ -79,6 +79,20 @@ def find_uv() -> Optional[str]:
         return shutil.which("uv")
 
 
+# What pip (pip/_internal/network, urllib3's retries) and uv (reqwest) say when no index answers;
+# pip then ends with "No matching distribution found", which reads as a version that does not exist.
+_UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Max retries exceeded",
+                "Temporary failure in name resolution", "Name or service not known", "Network is unreachable",
+                "Connection refused", "ConnectTimeoutError", "ProxyError", "SSLError", "dns error",
+                "error sending request", "Failed to fetch")
+
+
+def index_unreachable(lines: list[str]) -> Optional[str]:
+    """The installer's line saying the package index could not be reached, or None."""
+    found = next((ln.strip() for ln in lines if any(m in ln for m in _UNREACHABLE)), None)
+    return found[:200] if found else None
+
+
 def install_argv(installer: str, site: Path, specs: list[str]) -> list[str]:
     if installer == "uv":
         uv = find_uv()
@@ -207,8 +221,14 @@ class EnvCache:
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             said = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
+            unreachable = index_unreachable(said)
+            if unreachable:
+                raise BuildError(f"{self.installer} install {' '.join(specs)}: the package index could not be "
+                                 f"reached ({unreachable}); not a missing version")
+            none = any("(from versions: none)" in ln for ln in said)
             raise BuildError(f"{self.installer} install {' '.join(specs)} failed (exit {proc.returncode}): "
-                             + " | ".join(said[-3:]))
+                             + " | ".join(said[-3:])
+                             + ("; the index offered no version at all: is it reachable?" if none else ""))
         doc = {"pins": dict(pins), "installer": self.installer, "build_s": round(seconds, 3),
                "argv": argv, "python": sys.version.split()[0], "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "notes": unmet_requirements(tmp / "site")}

@@ -92,7 +92,10 @@ def run_step(version: str, nodeid: str, *, hw: Optional[str], seed: int, python_
     env.update(extra_env or {})
     with tempfile.TemporaryDirectory(prefix="accel-bisect-step-") as reports:
         argv = [sys.executable, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider", "--ignore-expectations",
-                "--golden-seed", str(seed), "--report-dir", reports, f"--rootdir={cwd or os.getcwd()}", "-m", EVERY_TEST]
+                "--golden-seed", str(seed), "--report-dir", reports, f"--rootdir={cwd or os.getcwd()}", "-m", EVERY_TEST,
+                # A step is not a run of the user's suite: its PASS / FAIL sequence in their history
+                # would read as a flaky test (issue 34 item 4).
+                "--history", "none"]
         if hw:
             argv += ["--hw", hw]
         start = time.perf_counter()

@@ -5,6 +5,7 @@ the pytest plugin reads this at every start."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -22,13 +23,33 @@ def default_location() -> str:
 
 
 def resolve(given: Optional[str]) -> Optional[str]:
-    """The history to use, or None for none."""
-    value = given if given not in (None, "") else (os.environ.get(ENV) or default_location())
+    """The history to use, or None for none. A blank or control-character name is refused (a
+    history file named " " is a typo, never a wish)."""
+    value = given if given is not None else (os.environ.get(ENV) or default_location())
+    where = "--history" if given is not None else f"${ENV}"
+    if not value.strip():
+        raise HistoryError(f"{where} is blank: give a SQLite file, a postgresql:// URL or none")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise HistoryError(f"{where} {redact(value)!r} holds a control character")
     return None if value.strip().lower() in OFF else value
 
 
 def is_server(location: str) -> bool:
     return "://" in location
+
+
+# userinfo's password in any URL (scheme://user:PASSWORD@host), and a password= query parameter.
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:?#]*):[^@/\s]*@")
+_QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#\s]*", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """``text`` with every URL password taken out (``postgresql://u:pw@h/db`` -> ``postgresql://u@h/db``,
+    ``?password=pw`` -> ``?password=``): what may be recorded or printed. libpq finds the password
+    itself ($PGPASSWORD, ~/.pgpass, a $PGSERVICE entry), so nothing recorded ever needs it."""
+    if "://" not in text and "password=" not in text.lower():
+        return text
+    return _QUERY_PASSWORD.sub(r"\1", _URL_PASSWORD.sub(r"\1@", text))
 
 
 def describe(location: str) -> str:
@@ -37,6 +58,7 @@ def describe(location: str) -> str:
         return location
     from sqlalchemy.engine import make_url
     try:
-        return make_url(location).render_as_string(hide_password=True)
+        url = make_url(location)
+        return redact(url.set(password=None).render_as_string(hide_password=False))
     except Exception:       # an unparsable URL: say only its scheme
         return location.split("://", 1)[0] + "://..."

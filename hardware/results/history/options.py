@@ -11,6 +11,13 @@ def pytest_addoption(parser):
                      "$CI_COMMIT_SHA, $BUILDKITE_COMMIT or $GIT_COMMIT)")
     g.addoption("--history-runner", default=None, metavar="LABEL",
                 help="runner label stored with the run (default: $RUNNER_NAME, $CI_RUNNER_DESCRIPTION, ...)")
+    g.addoption("--history-project", default=None, metavar="NAME",
+                help="project stored with the run; flakiness evidence counts only runs of the same project "
+                     "(default: the name in the rootdir's pyproject.toml, else the rootdir's folder name)")
+    g.addoption("--history-branch", default=None, metavar="REF",
+                help="branch or ref stored with the run; flakiness evidence counts only runs of the same "
+                     "branch (default: $GITHUB_HEAD_REF, $GITHUB_REF_NAME, $CI_COMMIT_REF_NAME, ..., else "
+                     "the checkout's .git/HEAD)")
     g.addoption("--shard", default=None, metavar="I/N",
                 help="run only shard I of N of the selection (N <= 1000), balanced by --shard-durations")
     g.addoption("--shard-durations", default=None, metavar="FILE",

@@ -1,11 +1,15 @@
 """The history part of the pytest plugin (its options: history/options.py), registered when a
-session engages: ``--history``, ``--history-revision``, ``--history-runner`` (``--shard`` is plugin/shard.py).
+session engages: ``--history``, ``--history-revision``, ``--history-runner``, ``--history-project``,
+``--history-branch`` (``--shard`` is plugin/shard.py).
 
 At the end of a session (in the controller only, so once under xdist), after results.json is
 written, the run goes into the history and history.html is written next to the reports. A history
 that cannot be written (corrupt, locked past the timeout, newer schema, unreachable) is one
-warning line: results.json is already on disk. The session's revision, runner label and policy
-go into results.json's session too, so an import of the file later stores the same run."""
+warning line: results.json is already on disk. The whole step is bounded: it runs beside the
+main thread, which gives it STEP_FACTOR x $ACCEL_HISTORY_TIMEOUT and gives up at once on SIGTERM
+or SIGINT (the run is then not stored; results.json and the reports are). The session's revision,
+runner label, project, branch and policy go into results.json's session too, so an import of the
+file later stores the same run with the same provenance."""
 from __future__ import annotations
 
 import os
@@ -21,6 +25,10 @@ from accel_regress.results.history.location import HistoryError, describe, resol
 
 REVISION_ENV = ("GITHUB_SHA", "CI_COMMIT_SHA", "BUILDKITE_COMMIT", "GIT_COMMIT")
 RUNNER_ENV = ("RUNNER_NAME", "CI_RUNNER_DESCRIPTION", "BUILDKITE_AGENT_NAME", "NODE_NAME")
+# A pull request's own branch first (GitHub's GITHUB_REF_NAME is then "N/merge").
+BRANCH_ENV = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME", "BUILDKITE_BRANCH", "GIT_BRANCH",
+              "BRANCH_NAME")
+STEP_FACTOR = 2        # the session's history step as a whole: at most this many $ACCEL_HISTORY_TIMEOUTs
 
 
 def _first_env(names) -> str | None:
@@ -42,7 +50,18 @@ _HISTORY = pytest.StashKey[SessionHistory]()
 
 
 def pytest_configure(config):
-    config.stash[_HISTORY] = SessionHistory(resolve(config.getoption("history")))
+    from accel_regress.results.history.store import timeout
+    try:
+        location = resolve(config.getoption("history"))
+        if location is not None:
+            timeout()
+    except HistoryError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for name in ("history_project", "history_branch", "history_revision", "history_runner"):
+        value = config.getoption(name)
+        if value is not None and (not value.strip() or any(ord(c) < 32 for c in value)):
+            raise pytest.UsageError(f"--{name.replace('_', '-')} {value!r}: give a non-blank name on one line")
+    config.stash[_HISTORY] = SessionHistory(location)
 
 
 def _state(config) -> SessionHistory:
@@ -56,8 +75,12 @@ def pytest_sessionstart(session):
     sink = recording.sink(config)
     if sink is None or _is_worker(config):
         return
-    extra = {"revision": config.getoption("history_revision") or _first_env(REVISION_ENV),
+    from accel_regress.results.history import provenance
+    root = Path(config.rootpath)
+    extra = {"revision": config.getoption("history_revision") or _first_env(REVISION_ENV) or provenance.git_revision(root),
              "runner": config.getoption("history_runner") or _first_env(RUNNER_ENV),
+             "project": config.getoption("history_project") or provenance.project_name(root),
+             "branch": config.getoption("history_branch") or _first_env(BRANCH_ENV) or provenance.git_branch(root),
              "policy": config.getoption("gate_policy", None)}
     sink.session.update({k: v for k, v in extra.items() if v})
 
@@ -88,7 +111,7 @@ def store_run(config, data: dict, report_dir: Path) -> str:
     from accel_regress.results.history.store import History
     history = History(location, create=True)
     try:
-        stored = history.ingest(data, source=str(Path(report_dir) / "results.json"))
+        stored = history.ingest(data, source=str(Path(report_dir) / "results.json"), entry="session")
         key, new, n = stored[0]
         page = dashboard.write(history, Path(report_dir) / "history.html",
                                with_faults=bool((data.get("session") or {}).get("fault")))
@@ -98,8 +121,7 @@ def store_run(config, data: dict, report_dir: Path) -> str:
     return f"history: run {key[:9]} {what} in {history.where} ({n} cases); dashboard {page}"
 
 
-def pytest_accel_regress_session_finished(config, data, report_dir):
-    state = _state(config)
+def _store(config, data, report_dir, state: SessionHistory) -> None:
     try:
         state.status = (store_run(config, data, report_dir), False)
     except HistoryError as exc:
@@ -108,6 +130,45 @@ def pytest_accel_regress_session_finished(config, data, report_dir):
         where = describe(state.location or "")
         state.status = (f"history: not written (history {where}: {type(exc).__name__}: "
                         f"{' '.join(str(exc).split())[:300]}); results.json is written", True)
+
+
+def _bounded(config, data, report_dir, state: SessionHistory) -> None:
+    """The history step beside the main thread: the main thread waits at most the step's bound, and
+    a SIGTERM / SIGINT ends the wait at once (the step's thread is a daemon: the process exits
+    without it; a server rolls its open transaction back, SQLite's journal does the same)."""
+    import signal
+    from accel_regress.results.history.store import timeout
+    bound = STEP_FACTOR * timeout()
+    done, stopped = threading.Event(), []
+    step = threading.Thread(target=lambda: (_store(config, data, report_dir, state), done.set()),
+                            name="accel-regress history", daemon=True)
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        def on_signal(signum, _frame):
+            stopped.append(signal.Signals(signum).name)
+            done.set()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            old[sig] = signal.signal(sig, on_signal)
+    try:
+        step.start()
+        done.wait(bound)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if stopped:
+        state.status = (f"history: not written ({stopped[0]} during the history step); results.json is written", True)
+    elif step.is_alive():
+        state.status = (f"history: not written (history {describe(state.location)} did not answer within "
+                        f"{bound:g} s, {STEP_FACTOR} x ${'ACCEL_HISTORY_TIMEOUT'}); results.json is written", True)
+
+
+def pytest_accel_regress_session_finished(config, data, report_dir):
+    state = _state(config)
+    if state.location is None:
+        return
+    _bounded(config, data, report_dir, state)
+    if state.status is None:
+        return
     line, warn = state.status
     if warn and config.pluginmanager.get_plugin("terminalreporter") is None:
         print(f"accel-regress: {line}", file=sys.stderr)

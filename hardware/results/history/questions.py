@@ -10,7 +10,11 @@ are the last N runs that ran on that device.
 - regressions: tests failing in their device's latest run that passed before: the last good run,
   the first bad run after it, and what changed between the two (versions, revision, host, fault).
 - gate inputs: for a run being gated, each device's previous run as the baseline, and the flip
-  rate of each of its failures over the window before it.
+  rate of each of its failures over the window before it. Only *evidence* counts for that rate:
+  sessions (never imports, unless the user counts them) of the same project and branch on the
+  same device, never a fault run (unless the gated run is itself a fault run gated with
+  --allow-fault: the selftests' stand-in for a flaky device), and only from MIN_EVIDENCE good or
+  bad outcomes: fewer say nothing about a device's stability (three crafted files are no history).
 """
 from __future__ import annotations
 
@@ -24,10 +28,15 @@ from sqlalchemy import func, select
 
 from accel_regress.core import verdicts
 from accel_regress.results.history import schema as S
-from accel_regress.results.history.rows import BAD, GOOD, parse_time, run_key
+from accel_regress.results.history.rows import BAD, GOOD, IMPORT, SESSION, parse_time, run_key
 from accel_regress.results.history.store import _CHUNK, History
 
 R, C, T, D, RD, V = S.runs, S.cases, S.tests, S.devices, S.run_devices, S.run_versions
+# Good or bad outcomes of a test on a device (within the window) before its flip rate says anything:
+# a failure is known flaky only with at least 2 flips (baseline.from_history: it failed, recovered
+# and failed again), and 2 flips need at least 3 outcomes; 5 asks for two more, so three crafted
+# runs, or a pass-fail-pass that one bad day makes, are never a verdict on the device.
+MIN_EVIDENCE = 5
 
 
 @dataclass
@@ -39,6 +48,9 @@ class Run:
     runner: Optional[str]
     revision: Optional[str]
     fault: Optional[str]
+    project: Optional[str] = None
+    branch: Optional[str] = None
+    entry: Optional[str] = None
 
     def label(self) -> str:
         when = self.started.strftime("%Y-%m-%d %H:%M:%S") if self.started else "?"
@@ -55,7 +67,8 @@ class Runs:
 
     def __init__(self, conn, with_faults: bool, days: Optional[float] = None,
                  before: Optional[datetime] = None, exclude: tuple = ()):
-        q = select(R.c.id, R.c.run_key, R.c.started, R.c.host, R.c.runner, R.c.revision, R.c.fault)
+        q = select(R.c.id, R.c.run_key, R.c.started, R.c.host, R.c.runner, R.c.revision, R.c.fault,
+                   R.c.project, R.c.branch, R.c.entry)
         if not with_faults:
             q = q.where(R.c.has_fault.is_(False))
         if before is not None:
@@ -98,6 +111,15 @@ class Flaky:
     flips: int
     repeat_flaky: int    # FLAKY verdicts (mixed outcomes within one --repeat run)
     timeline: list = field(default_factory=list)     # (Run, verdict), oldest first
+
+    def evidence(self) -> str:
+        """The runs the rate is from: how many, on which hosts, at which revisions."""
+        runs = [r for r, _ in self.timeline]
+        hosts = sorted({r.host or "?" for r in runs})
+        revs = sorted({(r.revision or "?")[:12] for r in runs})
+        return (f"evidence: {len(runs)} run(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
+                f"{', ...' if len(hosts) > 4 else ''}), {len(revs)} revision(s) ({', '.join(revs[:4])}"
+                f"{', ...' if len(revs) > 4 else ''})")
 
     @property
     def rate(self) -> float:
@@ -237,19 +259,33 @@ class GateInputs:
     note: str
 
 
+def _evidence(run: Run, project, branch, with_imports: bool) -> bool:
+    """Whether ``run`` may count towards a flip rate of the gated run (same project and branch;
+    a session, or an import when the user counts them). Fault runs are already left out of ``Runs``
+    unless asked for."""
+    entries = (SESSION, IMPORT) if with_imports else (SESSION,)
+    return run.entry in entries and run.project == project and run.branch == branch
+
+
 def gate_inputs(history: History, data: dict, failing: list[tuple[str, str]], window: int = 20,
-                with_faults: bool = False) -> GateInputs:
+                with_faults: bool = False, with_imports: bool = False) -> GateInputs:
     """The baseline and the flip rates the gate needs for ``data``: ``failing`` its failing
-    (test key, device) cells. The run itself (if already stored) and later runs are left out."""
+    (test key, device) cells. The run itself (if already stored) and later runs are left out.
+    ``with_faults``: fault runs count (for gating a fault run only); ``with_imports``: imported
+    runs count as evidence of flakiness too."""
     session = data.get("session") or {}
     sources = [s for s in session.get("merged_from") or [] if isinstance(s, dict)] or [session]
     keys = tuple(run_key(s) for s in sources)
     starts = [t for t in (parse_time(s.get("started")) for s in sources) if t]
     before = max(starts) if starts else None
+    project, branch = session.get("project"), session.get("branch")
+    if session.get("merged_from"):      # a merged run: its sources' (merge keeps no top-level project)
+        project = project or next((s.get("project") for s in sources if s.get("project")), None)
+        branch = branch or next((s.get("branch") for s in sources if s.get("branch")), None)
     devices = {d for _, d in failing}
     from accel_regress.results.keys import device_of
     devices |= {device_of(c, data) for c in data.get("cases") or []}
-    cases, rates, used = [], {}, []
+    cases, rates, used, thin = [], {}, [], []
     with history.read() as conn:
         rs = Runs(conn, with_faults, before=before, exclude=keys)
         for label in sorted(devices):
@@ -269,31 +305,29 @@ def gate_inputs(history: History, data: dict, failing: list[tuple[str, str]], wi
                 ids.update((t, k) for t, k in conn.execute(select(T.c.id, T.c.key).where(T.c.key.in_(want[i:i + _CHUNK]))))
             if not ids:
                 continue
-            window_ids = run_ids[-window:]
+            window_ids = [r for r in run_ids if _evidence(rs.by_id[r], project, branch, with_imports)][-window:]
             _, lines = _timelines(conn, rs, dev_id, window_ids, list(ids))
             for tid, key in ids.items():
                 seq = [v for _, v in lines.get(tid, [])]
                 marks = [v for v in seq if v in GOOD or v in BAD]
+                if len(marks) < MIN_EVIDENCE:
+                    thin.append(f"{key} on {label} ({len(marks)})")
+                    continue
                 rates[(key, label)] = Flaky(key, None, label, len(marks), sum(v in BAD for v in marks),
                                             _flips(seq), seq.count(verdicts.FLAKY), lines.get(tid, []))
     baseline = {"session": {"history": history.where}, "backends": {}, "cases": cases}
-    note = (f"baseline from the history {history.where}" + (" (fault runs included)" if with_faults else "")
-            + (": " + "; ".join(used) if used else ": no earlier run of these devices"))
+    scope = (f"flakiness evidence: {'sessions and imports' if with_imports else 'sessions'} of project "
+             f"{project or '?'}, branch {branch or '?'}, on the failing case's device"
+             + (", fault runs included (a fault run gated with --allow-fault)" if with_faults else ", no fault runs")
+             + f", at least {MIN_EVIDENCE} outcomes")
+    if thin:
+        scope += (f"; too few to tell a flaky failure for {len(thin)}: " + "; ".join(thin[:5])
+                  + ("; ..." if len(thin) > 5 else ""))
+    note = (f"baseline from the history {history.where}"
+            + (": " + "; ".join(used) if used else ": no earlier run of these devices") + f"; {scope}")
     return GateInputs(baseline, rates, note)
 
 
-def durations(history: History, runs: int = 10, with_faults: bool = False) -> dict[tuple[str, str], float]:
-    """(test key, backend) -> mean duration over the last ``runs`` runs that ran it."""
-    with history.read() as conn:
-        rs = Runs(conn, with_faults)
-        window = rs.order[-runs:]
-        if not window:
-            return {}
-        q = (select(T.c.key, C.c.backend, func.avg(C.c.duration)).join(T, T.c.id == C.c.test_id)
-             .where(C.c.run_id.in_(window), C.c.duration.is_not(None),
-                    C.c.verdict.not_in((verdicts.SKIP, verdicts.NOT_APPLICABLE)))
-             .group_by(T.c.key, C.c.backend))
-        return {(k, b or ""): float(d) for k, b, d in conn.execute(q)}
 
 
 @dataclass
@@ -344,19 +378,3 @@ def show(history: History, test: str, device: Optional[str] = None, with_faults:
                     prev = run
                 out.append(Timeline(key, family, label, shown))
     return out, more
-
-
-def matrix(history: History, runs: int = 30, with_faults: bool = False):
-    """(runs shown oldest first, {(family, device): {run id: {verdict: count}}})."""
-    with history.read() as conn:
-        rs = Runs(conn, with_faults)
-        window = rs.order[-runs:]
-        cells: dict = defaultdict(lambda: defaultdict(dict))
-        if window:
-            q = (select(T.c.family, D.c.label, C.c.run_id, C.c.verdict, func.count())
-                 .join(T, T.c.id == C.c.test_id).join(D, D.c.id == C.c.device_id)
-                 .where(C.c.run_id.in_(window)).group_by(T.c.family, D.c.label, C.c.run_id, C.c.verdict))
-            for family, label, run_id, verdict, n in conn.execute(q):
-                cells[(family or "?", label)][run_id][verdict] = int(n)
-        return [rs.by_id[i] for i in window], {k: dict(v) for k, v in cells.items()}
-

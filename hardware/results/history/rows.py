@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from accel_regress.core import verdicts
+from accel_regress.results.history.location import redact
 from accel_regress.results.keys import device_of, test_key
 
 # What a device did, for flip counting: a good or a bad outcome; anything else (SKIP, INTERRUPTED,
@@ -22,6 +23,11 @@ GOOD = (verdicts.PASS, verdicts.XFAIL)
 BAD = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR)
 _KEY_FIELDS = ("host", "argv", "started", "finished", "fault", "golden_seed", "exit_status")
 _DEVICE_KEYS = ("device", "device_name", "board", "target")
+# How a run came into the history: a session storing itself at its end, or `history import` of a
+# results.json. (bisect steps and upstream runs write no history at all.) Only sessions are
+# evidence of a device's flakiness unless the user counts imports too.
+SESSION, IMPORT = "session", "import"
+ENTRIES = (SESSION, IMPORT)
 
 
 @dataclass
@@ -94,12 +100,17 @@ def _add_versions(rows: RunRows, backend: str, versions: Any) -> None:
             rows.versions[k] = f"{old} | {v}"
 
 
-def _one_run(session: dict, backends: dict, cases: list, data: dict, source: Optional[str]) -> RunRows:
+def _one_run(session: dict, backends: dict, cases: list, data: dict, source: Optional[str],
+             entry: str = IMPORT) -> RunRows:
     fault = session.get("fault")
+    argv = session.get("argv")
+    if isinstance(argv, list):      # a record written before passwords were taken out of it
+        argv = [redact(a) if isinstance(a, str) else a for a in argv]
     rows = RunRows(key=run_key(session), run={
         "started": parse_time(session.get("started")), "finished": parse_time(session.get("finished")),
         "host": _text(session.get("host")), "runner": _text(session.get("runner")),
-        "revision": _text(session.get("revision")), "argv": _text(session.get("argv")),
+        "revision": _text(session.get("revision")), "argv": _text(argv),
+        "project": _text(session.get("project")), "branch": _text(session.get("branch")), "entry": entry,
         "hw": _text(session.get("hw")), "fault": _text(fault), "has_fault": bool(fault),
         "policy": _text(session.get("policy")),
         "golden_seed": session.get("golden_seed") if isinstance(session.get("golden_seed"), int) else None,
@@ -129,7 +140,8 @@ def _one_run(session: dict, backends: dict, cases: list, data: dict, source: Opt
         row = {"test": key, "device": device, "backend": backend, "verdict": str(case["verdict"])[:32],
                "stage": _text(case.get("stage"), 32),
                "duration": float(duration) if isinstance(duration, (int, float)) else None,
-               "message": _text(case.get("message")), "stats": _stats(case), "rerun": _text(case.get("rerun"))}
+               "message": _text(case.get("message")), "stats": _stats(case),
+               "rerun": redact(case["rerun"]) if isinstance(case.get("rerun"), str) else _text(case.get("rerun"))}
         old = seen.get((key, device))
         # One cell per test x device: twice in one record (a rerun), a failure wins over a pass,
         # and either over what says nothing of the device (SKIP, INTERRUPTED, ...).
@@ -140,20 +152,23 @@ def _one_run(session: dict, backends: dict, cases: list, data: dict, source: Opt
     return rows
 
 
-def prepare(data: dict, source: Optional[str] = None) -> list[RunRows]:
-    """The runs in a results dict: one, or one per source session of a merged file."""
+def prepare(data: dict, source: Optional[str] = None, entry: str = IMPORT) -> list[RunRows]:
+    """The runs in a results dict: one, or one per source session of a merged file; ``entry``:
+    how they came in (ENTRIES)."""
+    if entry not in ENTRIES:
+        raise ValueError(f"entry {entry!r} is not one of {ENTRIES}")
     session = data.get("session") or {}
     merged = [s for s in session.get("merged_from") or [] if isinstance(s, dict)]
     if not merged:
-        return [_one_run(session, data.get("backends") or {}, data.get("cases") or [], data, source)]
+        return [_one_run(session, data.get("backends") or {}, data.get("cases") or [], data, source, entry)]
     by_file: dict[str, list] = {}
     for case in data.get("cases") or []:
         by_file.setdefault(str(case.get("source")), []).append(case)
     out = []
     for src in merged:
         cases = by_file.pop(str(src.get("file")), [])
-        out.append(_one_run(src, data.get("backends") or {}, cases, data, source))
+        out.append(_one_run(src, data.get("backends") or {}, cases, data, source, entry))
     if any(by_file.values()):     # cases that name no listed source: a run of their own
         rest = [c for cs in by_file.values() for c in cs]
-        out.append(_one_run(dict(session, merged_from=None), data.get("backends") or {}, rest, data, source))
+        out.append(_one_run(dict(session, merged_from=None), data.get("backends") or {}, rest, data, source, entry))
     return out

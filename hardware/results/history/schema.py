@@ -11,8 +11,8 @@ from __future__ import annotations
 from sqlalchemy import (BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, MetaData,
                         String, Table, Text, UniqueConstraint)
 
-HEAD = "0001"
-KNOWN = ("0001",)      # every revision this code can upgrade from, oldest first
+HEAD = "0002"
+KNOWN = ("0001", "0002")      # every revision this code can upgrade from, oldest first
 
 metadata = MetaData(naming_convention={
     "ix": "ix_%(table_name)s_%(column_0_N_name)s", "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -30,6 +30,9 @@ runs = Table(
     Column("host", Text, nullable=True),
     Column("runner", Text, nullable=True),          # CI runner label
     Column("revision", Text, nullable=True),        # of the code under test
+    Column("project", Text, nullable=True),         # the rootdir's project name, or --history-project
+    Column("branch", Text, nullable=True),          # branch or ref of the code under test
+    Column("entry", String(16), nullable=True),     # how it came in: session, import (rows.ENTRIES); NULL: before 0002
     Column("argv", Text, nullable=True),            # JSON list
     Column("hw", Text, nullable=True),              # JSON list of the backends asked for
     Column("fault", Text, nullable=True),           # the injected fault, if any

@@ -30,11 +30,25 @@ _CHUNK = 500                              # values per IN (...) list: under ever
 _ADVISORY_KEY = 0x61636365                # PostgreSQL advisory lock for schema changes ("acce")
 
 
-def _timeout() -> float:
-    try:
-        return max(0.0, float(os.environ.get(TIMEOUT_ENV, "30")))
-    except ValueError:
+def timeout() -> float:
+    """$ACCEL_HISTORY_TIMEOUT: seconds any one wait may last (a lock, a statement, the server to
+    answer); a session's whole history step is bounded by a few of them (plugin.STEP_BOUNDS)."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
         return 30.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value <= 3600):
+        raise HistoryError(f"${TIMEOUT_ENV}={text!r}: give the seconds a history wait may last (0 < s <= 3600)")
+    return value
+
+
+def _read_only(path: Path) -> bool:
+    """A file this process may read but not write (a history another user keeps, a read-only
+    mount): opened read-only, never upgraded or switched to WAL."""
+    return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
 
 
 def _sqlite_engine(path: Path, create: bool, timeout: float) -> Engine:
@@ -44,15 +58,25 @@ def _sqlite_engine(path: Path, create: bool, timeout: float) -> Engine:
         path.parent.mkdir(parents=True, exist_ok=True)
     elif not path.is_file():
         raise HistoryError(f"{path} is not a file")
-    engine = sa.create_engine(sa.URL.create("sqlite+pysqlite", database=str(path)),
-                              connect_args={"timeout": timeout}, poolclass=sa.pool.NullPool)
+    read_only = not create and path.exists() and _read_only(path)
+    if read_only:
+        # mode=ro: nothing written, not even the WAL's shared-memory file where it cannot be made
+        # (https://www.sqlite.org/uri.html; a WAL file with no writable -shm needs immutable=1).
+        from urllib.parse import quote
+        shm = Path(str(path) + "-shm")
+        flags = "mode=ro" + ("" if shm.exists() or os.access(path.parent, os.W_OK) else "&immutable=1")
+        url = sa.URL.create("sqlite+pysqlite", database=f"file:{quote(str(path))}?{flags}", query={"uri": "true"})
+    else:
+        url = sa.URL.create("sqlite+pysqlite", database=str(path))
+    engine = sa.create_engine(url, connect_args={"timeout": timeout}, poolclass=sa.pool.NullPool)
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_conn, _record):
         dbapi_conn.isolation_level = None       # we say BEGIN ourselves (below)
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        cur.execute("PRAGMA journal_mode = WAL")
+        if not read_only:
+            cur.execute("PRAGMA journal_mode = WAL")
         cur.execute("PRAGMA synchronous = NORMAL")   # in WAL: a crash of the process loses nothing
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
@@ -69,14 +93,22 @@ def _server_engine(location: str, timeout: float) -> Engine:
         url = url.set(drivername="postgresql+psycopg")
     if not url.drivername.startswith("postgresql"):
         raise HistoryError(f"{describe(location)}: only postgresql:// servers are supported (or a SQLite file path)")
-    return sa.create_engine(url, connect_args={"connect_timeout": max(1, int(timeout))},
+    # Every wait bounded on the server's side too: a lock another client holds (lock_timeout) and a
+    # statement that runs on (statement_timeout, later: a lock wait is then named as one) end in an
+    # error, never a session stuck at its end (PostgreSQL's runtime-config-client.html).
+    ms = max(1, int(timeout * 1000))
+    options = f"-c lock_timeout={ms} -c statement_timeout={2 * ms} -c idle_in_transaction_session_timeout={4 * ms}"
+    return sa.create_engine(url, connect_args={"connect_timeout": max(1, int(timeout + 0.999)), "options": options},
                             poolclass=sa.pool.NullPool)
 
 
 def _reason(exc: BaseException) -> str:
     """One line for a database error: the driver's words, never a traceback or the SQL."""
     orig = getattr(exc, "orig", None) or exc
-    text = " ".join(str(orig).split()) or type(orig).__name__
+    # psycopg's text of a server error adds the statement ("LINE 1: INSERT INTO ..."): its primary
+    # message alone is the reason.
+    primary = getattr(getattr(orig, "diag", None), "message_primary", None)
+    text = " ".join(str(primary or orig).split()) or type(orig).__name__
     return text[:300]
 
 
@@ -88,12 +120,12 @@ class History:
         self.location = location
         self.where = describe(location)
         self._known: dict[str, dict] = {}     # table -> {key: id} committed
-        timeout = _timeout()
         try:
+            wait = timeout()
             if is_server(location):
-                self.engine = _server_engine(location, timeout)
+                self.engine = _server_engine(location, wait)
             else:
-                self.engine = _sqlite_engine(Path(location).expanduser(), create, timeout)
+                self.engine = _sqlite_engine(Path(location).expanduser(), create, wait)
             self.dialect = self.engine.dialect.name
             self._schema(create)
         except HistoryError:
@@ -130,6 +162,13 @@ class History:
     def _schema(self, create: bool) -> None:
         with self.read() as conn:
             current = self.revision(conn)
+            if current is None:
+                foreign = sorted(set(sa.inspect(conn).get_table_names()))
+                if foreign:
+                    raise HistoryError(
+                        f"{self.where} is not an accel-regress history (it holds other tables: "
+                        f"{', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}): give a file or "
+                        f"database of its own")
         if current == S.HEAD:
             return
         if current is not None and current not in S.KNOWN:
@@ -159,11 +198,11 @@ class History:
 
     # --- ingest ----------------------------------------------------------------------------------
 
-    def ingest(self, data: dict, source: Optional[str] = None) -> list[tuple[str, bool, int]]:
+    def ingest(self, data: dict, source: Optional[str] = None, entry: str = "import") -> list[tuple[str, bool, int]]:
         """Store the runs of a results dict; (run key, stored now?, cases) per run. A run already
-        in the history is left as it is (stored once)."""
+        in the history is left as it is (stored once). ``entry``: how it came in (rows.ENTRIES)."""
         out = []
-        for rows in prepare(data, source):
+        for rows in prepare(data, source, entry):
             for attempt in range(5):
                 try:
                     out.append((rows.key, self._ingest_one(rows), len(rows.cases)))

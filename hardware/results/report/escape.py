@@ -10,6 +10,11 @@ literal), puts each run of line breaks on one line (no new block can start), and
 with a word joiner (GitHub finds mentions in the rendered text, after the escapes are undone).
 ``md_code`` is an inline code span whose fence is longer than any backtick run inside.
 
+On a terminal, text from a run must not drive the terminal: an escape sequence in a stored message
+could colour, erase, retitle, or (OSC 8) hide a hyperlink behind innocent text. ``term_text``
+shows every C0 / C1 control character and DEL as its Python escape (``\x1b``), and the
+bidirectional overrides (Trojan Source, CVE-2021-42574) as ``\u202e``; the text stays readable.
+
 A CSV cell that begins with ``= + - @``, a tab or a carriage return is a formula to Excel,
 LibreOffice and Google Sheets (CSV injection): ``csv_cell`` prefixes it with a single quote, as
 OWASP's "CSV Injection" page says to (ASVS 1.2.10 adds a NUL), and the csv module quotes what
@@ -23,6 +28,19 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:&$])")
 _BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c]+")
 WORD_JOINER = "\u2060"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
+
+
+_TERM_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def term_text(value, keep_newlines: bool = False) -> str:
+    """``value`` as inert terminal text; ``keep_newlines``: line breaks stay (a block of lines)."""
+    text = str(value if value is not None else "")
+
+    def one(m):
+        ch = m.group()
+        return ch if keep_newlines and ch == "\n" else ascii(ch)[1:-1]
+    return _TERM_UNSAFE.sub(one, text)
 
 
 def md_text(value) -> str:

@@ -45,6 +45,18 @@ def _save(folder: Path, name: str, arr) -> str:
     return f"{folder.name}/{name}.npy"
 
 
+def out_refusal(out: Path) -> Optional[str]:
+    """Why ``out`` may not be the bundle folder (something is there), or None."""
+    out = Path(out)
+    if out.is_symlink():
+        return f"{out} is a symbolic link: give a new folder for the bundle"
+    if out.exists() and not out.is_dir():
+        return f"{out} is a file: give a new folder for the bundle"
+    if out.is_dir() and any(out.iterdir()):
+        return f"{out} already holds files (never deleted): give a new or empty folder for the bundle"
+    return None
+
+
 def write_bundle(out: Path, *, title: str, program_mlir: str, spec: dict, inputs: Mapping[str, np.ndarray],
                  expected: Optional[Mapping] = None, got: Optional[Mapping[str, np.ndarray]] = None,
                  build_files: Optional[Mapping[str, bytes]] = None, issue: str = "") -> Path:
@@ -71,8 +83,11 @@ def write_bundle(out: Path, *, title: str, program_mlir: str, spec: dict, inputs
         shutil.copy(TEMPLATE, tmp / "reproduce.py")
         os.chmod(tmp / "reproduce.py", 0o755)
         (tmp / "ISSUE.md").write_text(issue)
-        if out.exists():
-            shutil.rmtree(out)
+        # rename() replaces only an empty folder: a folder with anything in it (findings/, ".") or a
+        # file there is refused by the kernel itself (ENOTEMPTY, ENOTDIR), never deleted.
+        refusal = out_refusal(out)
+        if refusal:
+            raise FileExistsError(refusal)
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -119,7 +119,11 @@ def _run(hw, case, inputs):
 
 
 def main(argv=None, prog: str = "accel-regress upstream") -> int:
-    args = parser(prog).parse_args(argv)
+    p = parser(prog)
+    args = p.parse_args(argv)
+    refusal = bundle.out_refusal(args.out)
+    if refusal:         # a usage error (2), before any work: exit 1 means "does not reproduce"
+        p.error(f"-o: {refusal}")
     from accel_regress.core import registry
     for reg in registry.registrations("upstream").values():
         module = reg.load()
