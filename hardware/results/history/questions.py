@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 import sqlalchemy as sa
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from accel_regress.core import verdicts
 from accel_regress.results.history import schema as S
