@@ -48,6 +48,12 @@ class Backend:
         """None when usable here; otherwise what is missing and how to get it."""
         return None
 
+    def compile_only(self) -> Optional[str]:
+        """None when this backend's cases run here; otherwise why they only compile (a GPU
+        backend without its GPU or driver). Such a backend is left out of the default selection
+        and runs when named (``--hw``): its compile stage is exercised, its runs SKIP with this."""
+        return None
+
     def supports_op(self, op: str) -> Optional[str]:
         """Why this backend can run no case of operator family ``op`` at all, or None (it may,
         case by case). Asked at collection, so such tests SKIP before any input is generated."""

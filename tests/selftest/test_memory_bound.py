@@ -18,6 +18,9 @@ from accel_regress.core.isolation.bounds import MEMORY_BOUNDS, apply_memory_boun
 # Chosen per backend, with why: a CPU process bounded by its address space; a GPU runtime by its device.
 EXPECTED = {
     "emu": "address-space", "iree-cpu": "address-space", "qemu-rvv": "address-space",
+    "iree-vulkan": "device",     # a real GPU's Vulkan driver maps device memory into the process
+    "iree-cuda": "device",       # cuInit reserves the unified virtual address range
+    "iree-hip": "device",        # HIP's runtime does the same for its address aperture
 }
 
 
