@@ -61,6 +61,10 @@ class IreeVulkanBackend(Backend):
             return f"iree-run-module not found (iree-base-runtime): {compiler.PIP_HINT}"
         return vk.availability()
 
+    def gpu_present(self) -> bool:
+        """Whether the Vulkan device is a GPU (lavapipe is a CPU device): ``make gpu`` asks."""
+        return vk.availability() is None and vk.probe().device_type != "VK_PHYSICAL_DEVICE_TYPE_CPU"
+
     def supports_op(self, op: str) -> Optional[str]:
         return unsupported_op(op)
 
