@@ -16,7 +16,7 @@ from accel_regress.core import faults
 
 REPO = Path(__file__).resolve().parents[2]
 EQUIVALENTS = Path(__file__).parent / "fixtures" / "gpu_equivalent_faults.py"
-GEMM = ("test_gemm_partition_n.py", "test_partition and M64-K512-N256 and P4-bf16-normal and C1")
+GEMM = ("test_gemm_partition_n.py", "M64-K512-N256-m16-k64-n64-c4-bT-cF-P4-bf16 and normal")
 TILE = ("test_rowexpandmul_fillpad.py", "test_tile and seed-R16-C256-vr1-vc256-f32-padzero-fused-reuse-normal")
 FUSED = ("test_fused_decode.py", "test_compare_mode and small-H64-NH4-KV2-D16-I128-T15-normal")
 CUBE = ("test_matmul_2432.py", "cube-M512-K512-N640-f32xf32")
@@ -53,3 +53,16 @@ def test_fault_is_caught_on_iree_vulkan(fault, tmp_path):
     cases = json.loads((tmp_path / "results.json").read_text())["cases"]
     verdicts = [c["verdict"] for c in cases]
     assert cases and verdict in verdicts, (verdicts, proc.stdout[-2000:])
+
+
+@pytest.mark.parametrize("file,select", sorted({(f, k) for f, k, _ in CASES.values()}))
+def test_selection_passes_clean(file, select, tmp_path):
+    """The control: without a fault the same selection is PASS (or an expected verdict) only."""
+    reason = IreeVulkanBackend().availability()
+    if reason:
+        pytest.skip(reason)
+    argv = [sys.executable, "-m", "pytest", f"tests/{file}", "--hw", "iree-vulkan", "-k", select, "-q",
+            "-p", "no:cacheprovider", "--report-dir", str(tmp_path)]
+    subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+    verdicts = {c["verdict"] for c in json.loads((tmp_path / "results.json").read_text())["cases"]}
+    assert verdicts and verdicts <= {"PASS", "XFAIL", "NOT_APPLICABLE"}, verdicts
