@@ -131,3 +131,13 @@ def test_python_m_lists_the_gpu_backends():
     assert " yes " in lines["iree-vulkan"] or "vulkaninfo" in lines["iree-vulkan"]
     for name in ("iree-cuda", "iree-hip"):
         assert " yes " in lines[name] or "compiles here, runs SKIP:" in lines[name]
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_vulkan_over_budget_cases_are_opt_in_not_skip_rows(large):
+    argv = [sys.executable, "-m", "pytest", "tests/test_gemm_partition_n.py", "--hw", "iree-vulkan",
+            "--collect-only", "-q", "-p", "no:cacheprovider", *(["-m", "large or not large"] if large else [])]
+    out = subprocess.run(argv, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True).stdout
+    n4008 = [ln for ln in out.splitlines() if "iree-vulkan" in ln and "-N4008-" in ln]
+    assert bool(n4008) == large
+    assert large or "deselected" in out
