@@ -1,7 +1,7 @@
 # The two commands of the README. Both run the set-up first (idempotent).
 PYTHON ?= python3
 
-.PHONY: setup suite test wheel-check
+.PHONY: setup suite test wheel-check gpu
 setup:
 	bash scripts/setup.sh
 
@@ -17,3 +17,8 @@ test: setup
 # The outside-team path: wheel + examples/outside-operator in a scratch venv, run outside this tree.
 wheel-check: setup
 	PYTHON=$(PYTHON) bash scripts/wheel_check.sh
+
+# On a machine with a GPU: every family on every GPU backend present (iree-cuda, iree-hip, iree-vulkan
+# on a real GPU, torch devices), at most 5 minutes, reports in reports/gpu/.
+gpu:
+	$(PYTHON) scripts/gpu_run.py

@@ -32,6 +32,10 @@ def list_backends(argv) -> int:
         missing = backend.missing_files() if reason is None else []
         if missing:
             reason = f"set-up error: the installation lacks {', '.join(missing)}"
+        compile_only = backend.compile_only() if reason is None else None
+        if compile_only:
+            rows.append((name, backend.kind or "?", "compile", f"compiles here, runs SKIP: {compile_only}"))
+            continue
         rows.append((name, backend.kind or "?", "yes" if reason is None else "no", reason or backend.description))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)

@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 # qemu-user-static, clang/lld, the riscv64 libc: the qemu-rvv harness. picolibc + qemu-system-misc:
 # the bare-metal (FireSim) harness and its check on qemu's spike machine. chromium: the report check.
 # postgresql: the server the results-history selftests start (initdb in a temporary folder).
+# mesa-vulkan-drivers: lavapipe, the Vulkan device iree-vulkan runs on without a GPU; vulkan-tools:
+# vulkaninfo, which reports the device's features and limits (the target iree-vulkan compiles for).
 APT_PACKAGES=(qemu-user-static clang-16 lld-16 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
-              picolibc-riscv64-unknown-elf qemu-system-misc chromium postgresql)
+              picolibc-riscv64-unknown-elf qemu-system-misc chromium postgresql mesa-vulkan-drivers vulkan-tools)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,6 +17,11 @@ class Backend:
     description: str = ""
     default_timeout_s: float = 120.0
     device_resource: Optional[str] = None   # hardware backends: name of the device pool they lock
+    # How the isolated worker's memory is bounded while this backend runs (core/isolation/bounds.py
+    # MEMORY_BOUNDS): "address-space" (RLIMIT_AS at --worker-memory), "device" (the host address
+    # space is left open: a GPU driver reserves large virtual ranges at start-up, and the device's
+    # allocator bounds what a case holds), "cgroup" (memory.max of the worker's cgroup), "none".
+    memory_bound: str = "address-space"
     # Non-Python files the backend reads at run time, as "package:relative/path" (package data of
     # the wheel). One missing is a set-up error of the backend naming the file, never a CRASH.
     package_files: tuple[str, ...] = ()
@@ -44,6 +49,12 @@ class Backend:
 
     def availability(self) -> Optional[str]:
         """None when usable here; otherwise what is missing and how to get it."""
+        return None
+
+    def compile_only(self) -> Optional[str]:
+        """None when this backend's cases run here; otherwise why they only compile (a GPU
+        backend without its GPU or driver). Such a backend is left out of the default selection
+        and runs when named (``--hw``): its compile stage is exercised, its runs SKIP with this."""
         return None
 
     def supports_op(self, op: str) -> Optional[str]:

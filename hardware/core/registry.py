@@ -316,7 +316,8 @@ def availability(name: str) -> Optional[str]:
 
 
 def parse(spec: Optional[str]) -> list[str]:
-    """``--hw a,b`` (or $ACCEL_HW); none given: every available backend. 'all' selects every known one.
+    """``--hw a,b`` (or $ACCEL_HW); none given: every available backend that runs its cases here
+    (not a compile-only one, Backend.compile_only). 'all' selects every known one.
 
     ``spec`` None means the option was not given; an empty or blank ``--hw=`` is a mistake, not a
     request for the default (a CI variable that expanded to nothing must not run everything)."""
@@ -324,7 +325,7 @@ def parse(spec: Optional[str]) -> list[str]:
     if spec is None:
         spec = os.environ.get("ACCEL_HW")
         if spec is None or not spec.strip():
-            return [n for n in known if availability(n) is None]
+            return [n for n in known if availability(n) is None and get(n).compile_only() is None]
     parts = [s.strip() for s in spec.split(",")]
     if not any(parts):
         raise ValueError("empty; name one or more backends, or leave the option out for every available one")

@@ -5,6 +5,10 @@
 - memory: ``RLIMIT_AS`` on the worker (``--worker-memory``, default 80% of physical memory), so a
   blow-up ends as a MemoryError or a killed worker, a CRASH of that case, never the host's OOM
   killer picking the pytest process; core dumps are off (a crashing simulator must not fill the disk).
+  A backend declares how its runs are bounded (``Backend.memory_bound``, one of MEMORY_BOUNDS): a
+  GPU driver reserves tens of GiB of virtual addresses at start-up, which an address-space bound
+  turns into a failed initialisation, so those runs lift the soft limit (the hard one stays) and
+  are bounded by the device's allocator or the worker's cgroup instead.
 """
 from __future__ import annotations
 
@@ -75,6 +79,42 @@ def apply_in_worker(bounds: Bounds) -> None:
         _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         limit = bounds.memory_bytes if hard == resource.RLIM_INFINITY else min(bounds.memory_bytes, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+MEMORY_BOUNDS = ("address-space", "device", "cgroup", "none")
+
+
+def apply_memory_bound(kind: str, memory_bytes: Optional[int], cgroup: Optional[str] = None) -> str:
+    """Set the worker's host memory bound for the next run of a backend that declares ``kind``;
+    returns the bound in words for the record. Only the soft RLIMIT_AS moves (the hard limit
+    stays where ``apply_in_worker`` found it), so a warm worker can go from one kind to another."""
+    if kind not in MEMORY_BOUNDS:
+        raise ValueError(f"memory_bound {kind!r} is not one of {', '.join(MEMORY_BOUNDS)}")
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if kind == "address-space" and memory_bytes is not None:
+        limit = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        return f"address space {gib(limit)}"
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    if kind == "address-space":
+        return "address space unbounded (--worker-memory none)"
+    if kind == "device":
+        return "host address space open; device memory bounded by the device's allocator"
+    if kind == "cgroup":
+        return _cgroup_memory_max(cgroup, memory_bytes)
+    return "none (the backend declares no memory bound)"
+
+
+def _cgroup_memory_max(cgroup: Optional[str], memory_bytes: Optional[int]) -> str:
+    if cgroup is None:
+        return "host memory unbounded: the worker has no cgroup to bound"
+    value = "max" if memory_bytes is None else str(memory_bytes)
+    try:
+        with open(os.path.join(cgroup, "memory.max"), "w") as f:
+            f.write(value)
+    except OSError as exc:
+        return f"host memory unbounded: cannot write {cgroup}/memory.max ({exc.strerror or exc})"
+    return f"cgroup memory.max {gib(memory_bytes)}"
 
 
 def describe_status(status: Optional[int]) -> str:

@@ -30,6 +30,19 @@ def _jsonable(detail: dict) -> dict:
     return out
 
 
+# What the worker was started with, for the bound each backend's run declares.
+_started = {"memory_bytes": None, "cgroup": None}
+
+
+def _bound_memory(backend: str) -> str:
+    from accel_regress.core import registry
+    try:
+        kind = getattr(registry.get(backend), "memory_bound", "address-space")
+    except Exception:       # an unknown backend fails in runner.execute with its own message
+        kind = "address-space"
+    return _bounds.apply_memory_bound(kind, _started["memory_bytes"], _started["cgroup"])
+
+
 def _run(msg: dict) -> dict:
     from accel_regress.golden.case import Case
     from accel_regress.core import runner
@@ -45,6 +58,7 @@ def _run(msg: dict) -> dict:
                      env=dict(msg.get("env") or {}))
     start = time.perf_counter()
     try:
+        _bound_memory(job.backend)
         outputs = runner.execute(job)
         index = transfer.write_arrays(Path(msg["folder"]), "out", outputs)
         return {"ok": True, "outputs": index, "run_s": time.perf_counter() - start,
@@ -105,6 +119,7 @@ def main(sock: socket.socket, log_fd: int, memory_bytes, cgroup=None) -> None:
     faulthandler.enable(file=sys.stderr, all_threads=True)
     faulthandler.register(STACK_SIGNAL, file=sys.stderr, all_threads=True, chain=False)
     _bounds.apply_in_worker(_bounds.Bounds(memory_bytes=memory_bytes))
+    _started.update(memory_bytes=memory_bytes, cgroup=cgroup)
     while True:
         try:
             msg = protocol.recv(sock)

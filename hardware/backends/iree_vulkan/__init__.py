@@ -1,0 +1,102 @@
+"""``iree-vulkan``: IREE's GPU code generation (``vulkan-spirv``: workgroups, subgroup reductions,
+shared memory, bf16 kept as i16) run on the Vulkan device present: lavapipe (Mesa's Vulkan 1.3
+driver on the CPU, Debian ``mesa-vulkan-drivers``) where there is no GPU, the GPU's driver where
+there is one.
+
+Every family's registered IREE program is compiled for a target written from the device's own
+features and limits (target.py), wrapped in a module that names it; results come back through
+``iree-run-module --output=@file.npy`` (toolchains/iree/run_module.py), a copy, because the
+Python binding's ``to_host()`` fails on lavapipe. A program whose element types the device cannot
+hold is NOT_APPLICABLE with what the device lacks.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Mapping, Optional
+
+import numpy as np
+
+from accel_regress.backends.iree_vulkan import device as vk
+from accel_regress.backends.iree_vulkan.target import cannot_hold, with_target
+from accel_regress.core.backend import Backend
+from accel_regress.core.errors import NotApplicable
+from accel_regress.golden.case import Case
+from accel_regress.toolchains.iree import compiler, riscv, run_module
+from accel_regress.toolchains.iree.program import Program, plan_for, riscv_target, run_plan, unsupported_case, unsupported_op
+
+FLAGS = ("--iree-hal-target-device=vulkan",)
+
+
+def runtime_version() -> str:
+    try:
+        return importlib.metadata.version("iree-base-runtime")
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+def host_variant_only(case: Case, name: str) -> Optional[str]:
+    """RISC-V flag variants and VLENs mean nothing to a GPU target: run the baseline case only."""
+    variant, vlen = riscv_target(case)
+    if variant not in (None, riscv.BASELINE_VARIANT):
+        return NotApplicable(f"RISC-V flag variant {variant!r} has no meaning on {name}; it runs the "
+                             f"{riscv.BASELINE_VARIANT!r} case of the same kind and shape")
+    if vlen not in (None, riscv.BASELINE_VLEN):
+        return NotApplicable(f"VLEN {vlen} is a simulator setting; {name} runs the VLEN "
+                             f"{riscv.BASELINE_VLEN} case of the same kind and shape")
+    return None
+
+
+class IreeVulkanBackend(Backend):
+    name = "iree-vulkan"
+    kind = "compiler"
+    description = "IREE compiles the linalg program for vulkan-spirv (a target from the device's features) and runs it on the Vulkan device"
+    default_timeout_s = 300.0
+    memory_bound = "device"      # a GPU's Vulkan driver maps device memory into the worker
+
+    def availability(self) -> Optional[str]:
+        reason = compiler.availability()
+        if reason:
+            return reason
+        if run_module.tool_path() is None:
+            return f"iree-run-module not found (iree-base-runtime): {compiler.PIP_HINT}"
+        return vk.availability()
+
+    def gpu_present(self) -> bool:
+        """Whether the Vulkan device is a GPU (lavapipe is a CPU device): ``make gpu`` asks."""
+        return vk.availability() is None and vk.probe().device_type != "VK_PHYSICAL_DEVICE_TYPE_CPU"
+
+    def supports_op(self, op: str) -> Optional[str]:
+        return unsupported_op(op)
+
+    def supports(self, case: Case) -> Optional[str]:
+        reason = unsupported_case(case) or host_variant_only(case, self.name)
+        if reason:
+            return reason
+        if vk.availability() is None:
+            for program in plan_for(case):
+                lacking = cannot_hold(program.mlir, vk.probe())
+                if lacking:
+                    return NotApplicable(lacking)
+        return None
+
+    def versions(self) -> dict[str, str]:
+        out = {"iree-compiler": compiler.compiler_version(), "iree-runtime": runtime_version()}
+        try:
+            dev = vk.probe()
+        except vk.NoDevice as exc:
+            return {**out, "vulkan-device": f"none ({exc})"}
+        return {**out, "vulkan-device": dev.name, "vulkan-driver": dev.driver,
+                "vulkan-api": ".".join(map(str, dev.api_version)), "vulkan-device-type": dev.device_type}
+
+    def compile(self, case: Case, program: Program) -> compiler.Compiled:
+        mlir = with_target(program.mlir, vk.probe())
+        flags = FLAGS + tuple(getattr(program, "compile_flags", ()))
+        return compiler.compile_cached(mlir, flags, name=f"{case.op}/{case.id}/{program.entry}")
+
+    def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        def one(program: Program, args: dict) -> dict:
+            compiled = self.compile(case, program)
+            return run_module.run(compiled.vmfb, "vulkan", program.entry, [args[n] for n in program.inputs],
+                                  program.outputs, run_module.result_types(program.mlir, program.entry),
+                                  self.timeout(case), f"{case.id} {program.entry}")
+        return run_plan(plan_for(case), inputs, one)
