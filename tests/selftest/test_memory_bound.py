@@ -21,6 +21,9 @@ EXPECTED = {
     "iree-vulkan": "device",     # a real GPU's Vulkan driver maps device memory into the process
     "iree-cuda": "device",       # cuInit reserves the unified virtual address range
     "iree-hip": "device",        # HIP's runtime does the same for its address aperture
+    "torch-cpu": "address-space",    # torch's CPU device allocates with malloc: the CPU backends' bound
+    "torch-cuda": "device", "torch-xpu": "device", "torch-mps": "device", "torch-npu": "device",
+    "torch-privateuse1": "device",
 }
 
 
