@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from accel_regress.core.errors import SetupError, Unsupported
+from accel_regress.core.errors import SetupError
 from accel_regress.plugin import engagement, run_memo, selection
 
 if TYPE_CHECKING:
@@ -25,9 +25,9 @@ class Hardware:
         self.name = name
         self.config = config
         self.backend = registry.get(name)
-        self.fault = config.getoption("inject_fault")
-        self.golden_seed = config.getoption("golden_seed")
-        self.case_timeout = config.getoption("case_timeout")
+        self.fault = config.getoption("accel_inject_fault")
+        self.golden_seed = config.getoption("accel_golden_seed")
+        self.case_timeout = config.getoption("accel_case_timeout")
 
     def run(self, case: Case, inputs) -> runner.Run:
         return run_memo.run_case(self.config, self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
@@ -130,16 +130,6 @@ def _op_reason(name: str, op: str) -> Optional[str]:
     return f"{name}: {reason}" if reason else None
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
-    try:
-        return (yield)
-    except Unsupported as exc:
-        if exc.never:    # the backend can never run this configuration: NOT_APPLICABLE, not a SKIP
-            item.stash[NOT_APPLICABLE] = str(exc)
-        pytest.skip(str(exc))
-
-
 @pytest.fixture(scope="module")
 def hw(request) -> Hardware:
     __tracebackhide__ = True    # a set-up error is about the installation, not this code
@@ -157,4 +147,4 @@ def hw(request) -> Hardware:
 
 @pytest.fixture(scope="session")
 def golden_seed(request) -> int:
-    return request.config.getoption("golden_seed")
+    return request.config.getoption("accel_golden_seed")

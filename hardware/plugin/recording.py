@@ -14,7 +14,7 @@ import pytest
 from accel_regress.core import verdicts
 from accel_regress.results import report_dir, strict_json
 from accel_regress.core.errors import SetupError, VerdictError
-from accel_regress.plugin import engagement, isolation, selection
+from accel_regress.plugin import engagement, isolation, selection, spelling
 from accel_regress.plugin.fixtures import NOT_APPLICABLE
 
 if TYPE_CHECKING:
@@ -216,9 +216,10 @@ def rerun_line(item, backend: Optional[str]) -> str:
     directory pytest was started in."""
     from accel_regress.results import summary
     config = item.config
-    session = {"argv": _session_argv(config), "golden_seed": config.getoption("golden_seed"),
-               "fault": config.getoption("inject_fault"), "env": summary.rerun_env(os.environ),
-               "rootdir": str(config.rootpath), "cwd": str(config.invocation_params.dir)}
+    session = {"argv": _session_argv(config), "golden_seed": config.getoption("accel_golden_seed"),
+               "fault": config.getoption("accel_inject_fault"), "env": summary.rerun_env(os.environ),
+               "rootdir": str(config.rootpath), "cwd": str(config.invocation_params.dir),
+               "prefixed_only": spelling.prefixed_only(config)}
     case = {"nodeid": item.nodeid, "backend": backend, "detail": {"markers": [m.name for m in item.iter_markers()]}}
     return summary.rerun_line(case, session)
 
@@ -273,10 +274,10 @@ def _open_sink(config) -> None:
     names = selection.selected(config)
     meta = {"started": recorder(config).started_at, "host": socket.gethostname(),
             "platform": platform.platform(), "python": sys.version.split()[0], "argv": _session_argv(config),
-            "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("inject_fault"),
-            "golden_seed": config.getoption("golden_seed"), "interrupted": False,
-            "env": summary.rerun_env(os.environ)}
-    folder = Path(config.getoption("report_dir"))
+            "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("accel_inject_fault"),
+            "golden_seed": config.getoption("accel_golden_seed"), "interrupted": False,
+            "env": summary.rerun_env(os.environ), "prefixed_only": spelling.prefixed_only(config)}
+    folder = Path(config.getoption("accel_report_dir"))
     try:
         recorder(config).sink = results.Sink(folder, meta, _backends_info(names))
     except report_dir.Busy as exc:

@@ -22,7 +22,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from accel_regress.results.report import plugin as reports     # registered: the session engaged
     verdict = reports.verdict(config)
     tr = terminalreporter
-    results_json = Path(config.getoption("report_dir")) / "results.json"
+    results_json = Path(config.getoption("accel_report_dir")) / "results.json"
     if verbosity == -1:
         tr.write_line(one_line(data, verdict, results_json))
         return

@@ -67,24 +67,34 @@ def rerun_target(nodeid: str, rootdir: Optional[str], cwd: Optional[str]) -> str
     return Path(os.path.relpath(os.path.join(rootdir, path), cwd)).as_posix() + sep + rest
 
 
+def _spelled(session: dict):
+    """Our option ``--NAME`` as the session's project accepts it: ``--accel-NAME`` where the
+    project defines ``--NAME`` itself (plugin/spelling.py)."""
+    theirs = set(session.get("prefixed_only") or ())
+    return lambda name: "--accel-" + name[2:] if name in theirs else name
+
+
 def rerun_line(case: dict, session: dict) -> str:
     """One command that runs exactly this case again, with the options that shaped it, from the
     directory the run was started in."""
     argv = [str(a) for a in session.get("argv") or []]
     env = session.get("env") or {}
+    spell = _spelled(session)
     cmd = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
     cmd += ["python", "-m", "pytest", rerun_target(case["nodeid"], session.get("rootdir"), session.get("cwd"))]
     if case.get("backend"):
-        cmd += ["--hw", case["backend"]]
+        cmd += [spell("--hw"), case["backend"]]
     if session.get("golden_seed"):
-        cmd += ["--golden-seed", str(session["golden_seed"])]
+        cmd += [spell("--golden-seed"), str(session["golden_seed"])]
     if session.get("fault"):
-        cmd += ["--inject-fault", str(session["fault"])]
+        cmd += [spell("--inject-fault"), str(session["fault"])]
     for name in _VALUE_OPTIONS:
         value = _option(argv, name)
+        if value is None:
+            value = _option(argv, "--accel-" + name[2:])
         if value is not None:
-            cmd += [name, value]
-    cmd += [f for f in _FLAG_OPTIONS if f in argv]
+            cmd += [spell(name), value]
+    cmd += [spell(f) for f in _FLAG_OPTIONS if f in argv or "--accel-" + f[2:] in argv]
     markers = (case.get("detail") or {}).get("markers") or []
     opt_in = [m for m in _OPT_IN_MARKERS if m in markers]
     if opt_in and _option(argv, "-m") is None:

@@ -46,8 +46,8 @@ _HISTORY = pytest.StashKey[SessionHistory]()
 
 def pytest_configure(config):
     from accel_regress.results.history import shard
-    state = config.stash[_HISTORY] = SessionHistory(resolve(config.getoption("history")))
-    spec = config.getoption("shard")
+    state = config.stash[_HISTORY] = SessionHistory(resolve(config.getoption("accel_history")))
+    spec = config.getoption("accel_shard")
     if not spec:
         return
     try:
@@ -129,9 +129,9 @@ def pytest_sessionstart(session):
     sink = recording.sink(config)
     if sink is None or _is_worker(config):
         return
-    extra = {"revision": config.getoption("history_revision") or _first_env(REVISION_ENV),
-             "runner": config.getoption("history_runner") or _first_env(RUNNER_ENV),
-             "policy": config.getoption("gate_policy", None)}
+    extra = {"revision": config.getoption("accel_history_revision") or _first_env(REVISION_ENV),
+             "runner": config.getoption("accel_history_runner") or _first_env(RUNNER_ENV),
+             "policy": config.getoption("accel_gate_policy", None)}
     sink.session.update({k: v for k, v in extra.items() if v})
 
 
