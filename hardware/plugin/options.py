@@ -284,6 +284,9 @@ def pytest_accel_regress_engaged(config):
         registry.check()        # a registration that cannot be loaded is a usage error
     except registry.RegistrationError as exc:
         raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
+    if not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no":
+        from accel_regress.plugin import fixtures     # an xdist controller collects nothing: every family, now
+        fixtures.check_contracts(registry.registrations("family"))
     selection.selected(config)
 
 

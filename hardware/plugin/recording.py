@@ -325,6 +325,13 @@ def pytest_sessionfinish(session, exitstatus):
     sink = rec_of.sink
     if sink is None:
         return
+    if int(exitstatus) == pytest.ExitCode.USAGE_ERROR:
+        # pytest printed the one message; results.json says no verdict was reached, and nothing
+        # else (reports, history, the summary) speaks as if cases had run.
+        sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus), interrupted=False,
+                    complete=False, stop_reason="a usage error (pytest exit status 4) before any case")
+        sink.close()
+        return
     if int(exitstatus) == pytest.ExitCode.INTERNAL_ERROR and stop.reason is None:
         stop.reason = "an internal error of the suite (pytest exit status 3)"
     stop_reason = stop.reason
