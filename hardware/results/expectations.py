@@ -47,7 +47,7 @@ from typing import Iterable, Optional
 
 import pytest
 
-from accel_regress.results import schemas, strict_json
+from accel_regress.results import schemas, skip_rules, strict_json
 from accel_regress.core import verdicts
 from accel_regress.util.globs import Glob, PatternError
 from accel_regress.results.keys import test_key
@@ -539,7 +539,7 @@ def _summary(config, data: dict) -> dict:
         "entries": len(exp.entries) if exp else 0,
         "xfail": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.XFAIL],
         "xpass": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.XPASS],
-        "not_attempted": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.SKIP],
+        "not_attempted": [c["nodeid"] for c in with_entry if skip_rules.not_attempted(c)],
         "stale": [_stale_json(config, e) for e in stale(config)],
     }
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections import Counter
 from pathlib import Path
 from typing import Optional
 
 from accel_regress.core import verdicts
+from accel_regress.results import skip_rules
 
 _ORDER = [v for v in verdicts.ALL]
 _LABEL = {verdicts.NOT_APPLICABLE: "N/A"}
@@ -38,7 +38,8 @@ def table(summary: dict) -> list[str]:
     rows = [["family", "backend"] + [_LABEL.get(c, c) for c in cols]]
     for family, backends in summary.items():
         for backend, counts in backends.items():
-            rows.append([family, backend] + [str(counts.get(v, 0)) for v in cols])
+            label = skip_rules.NO_BACKEND if backend == "-" else backend
+            rows.append([family, label] + [str(counts.get(v, 0)) for v in cols])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = []
     for n, r in enumerate(rows):
@@ -123,30 +124,54 @@ def problems(cases: list[dict], limit: int = 30, session: Optional[dict] = None)
 
 
 def skips(cases: list[dict], limit: int = 8) -> list[str]:
-    """SKIPs that matter, by reason (not-applicable families are not among them)."""
-    reasons = Counter(_first(c.get("message")) or "no reason given" for c in cases if c["verdict"] == verdicts.SKIP)
-    if not reasons:
+    """SKIPs that matter, one line per rule (hardware/results/skip_rules.py); the known HANG / CRASH
+    not attempted and the cases a default run leaves to ``-m large`` are one line each."""
+    groups = skip_rules.grouped(cases, verdicts.SKIP)
+    if not groups:
         return []
-    out = [f"{sum(reasons.values())} SKIP:"]
-    for why, n in reasons.most_common(limit):
-        out.append(f"  {n:>5} x {why}")
-    if len(reasons) > limit:
-        out.append(f"  ... and {len(reasons) - limit} other reason(s) (see summary.md)")
+    out = [f"{sum(n for _, n, _ in groups)} SKIP, by rule:"]
+    for why, n, backends in groups[:limit]:
+        if why == skip_rules.NEEDS_LARGE:
+            out.append(f"  {n:>5} cases {why}, on {', '.join(backends)}")
+        else:
+            out.append(f"  {n:>5} x {why}")
+    if len(groups) > limit:
+        out.append(f"  ... and {len(groups) - limit} other rule(s) (see summary.md)")
     return out
 
 
 def not_applicable(cases: list[dict]) -> list[str]:
-    """One line per family x backend that can never run, however many cases that is."""
-    seen: dict[tuple, Counter] = {}
-    for c in cases:
-        if c["verdict"] == verdicts.NOT_APPLICABLE:
-            key = (c.get("family") or "?", c.get("backend") or "-")
-            seen.setdefault(key, Counter())[_first(c.get("message"))] += 1
+    """One line per rule that says a backend can never run a case, however many cases and families."""
     out = []
-    for (fam, backend), why in sorted(seen.items()):
-        more = f" (and {len(why) - 1} other reason(s): results.json)" if len(why) > 1 else ""
-        out.append(f"not applicable: {fam} on {backend} ({sum(why.values())} cases): {why.most_common(1)[0][0]}{more}")
+    for why, n, backends in skip_rules.grouped(cases, verdicts.NOT_APPLICABLE):
+        families = sorted({c.get("family") or "?" for c in cases
+                           if c["verdict"] == verdicts.NOT_APPLICABLE and skip_rules.rule(c) == why})
+        out.append(f"not applicable ({n} cases; {', '.join(families)} on {', '.join(backends)}): {why}")
     return out
+
+
+def xfails(cases: list[dict], session: dict) -> list[str]:
+    """Every known bug seen (XFAIL) with its expectation and the line that reruns it."""
+    out = []
+    for c in cases:
+        if c["verdict"] != verdicts.XFAIL:
+            continue
+        exp = skip_rules.expectation(c)
+        said = f"known {exp.get('verdict', 'bug')}: {exp.get('reason', '')}".rstrip(": ")
+        where = ", ".join(x for x in (exp.get("issue"), exp.get("file")) if x)
+        out.append(f"{'XFAIL':<13} {c['nodeid']}  -- {said}" + (f" ({where})" if where else ""))
+        out.append(f"{'':<13} rerun: {c.get('rerun') or rerun_line(c, session)}")
+    return out
+
+
+def policy_words(verdict) -> str:
+    """The release policy the verdict was reached under, in words."""
+    source = verdict.policy
+    if source.startswith("default policy (") and source.endswith(")"):
+        rule = source[len("default policy ("):-1]
+        return f"policy: {rule} (the default); the gate says the same: python -m accel_regress gate <results.json>"
+    return (f"policy: the release policy in {source}; the gate says the same: "
+            f"python -m accel_regress gate <results.json> --policy {shlex.quote(source)}")
 
 
 def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
@@ -154,7 +179,7 @@ def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
     out = list(verdict.lines()) if verdict is not None else []
     out += [f"  - {r}" for r in (verdict.reasons if verdict is not None else [])]
     if verdict is not None:
-        out.append(f"  (gate under {verdict.policy}: python -m accel_regress gate)")
+        out.append(f"  {policy_words(verdict)}")
         out.append("")
     out += table(data["summary"]) if data.get("summary") else ["no cases ran"]
     missing = [(n, b.get("reason")) for n, b in (data.get("backends") or {}).items()
@@ -165,5 +190,8 @@ def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
     bad = problems(data["cases"], session=data.get("session") or {})
     if bad:
         out += [""] + bad
+    known = xfails(data["cases"], data.get("session") or {})
+    if known:
+        out += ["", f"{len(known) // 2} XFAIL (known bugs; the expectations files say which):"] + known
     out += list(report_lines)
     return out
