@@ -61,18 +61,22 @@ def cache_root() -> Path:
 
 @lru_cache(maxsize=1)
 def tool_path() -> Optional[str]:
-    """The ``iree-compile`` executable shipped inside the wheel (None when the wheel is missing)."""
+    """The environment's ``iree-compile``: the one inside the iree-base-compiler wheel (None when
+    the wheel is missing). Never another one found on PATH: every IREE backend (iree-cpu, qemu-rvv,
+    the GPU ones) and the versions a result records are then the same compiler's (issue 37 item 3)."""
     try:
         from iree.compiler.tools import binaries
         path = binaries.find_tool("iree-compile")
     except Exception:
-        return shutil.which("iree-compile")
+        return None
     return str(path) if path else None
 
 
 def availability() -> Optional[str]:
     if tool_path() is None:
-        return f"iree-compile not found (the iree-base-compiler wheel is not installed): {PIP_HINT}"
+        other = shutil.which("iree-compile")
+        also = (f"; {other} on PATH is not this environment's and is not used" if other else "")
+        return f"iree-compile not found (the iree-base-compiler wheel is not installed in this environment{also}): {PIP_HINT}"
     return None
 
 
