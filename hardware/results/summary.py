@@ -174,6 +174,22 @@ def policy_words(verdict) -> str:
             f"python -m accel_regress gate <results.json> --policy {shlex.quote(source)}")
 
 
+def fault_not_reached(data: dict) -> list[str]:
+    """A run with an injected fault whose fault changed no output of any case and raised in none:
+    it proved nothing, and says so."""
+    fault = (data.get("session") or {}).get("fault")
+    cases = data.get("cases") or []
+    runs = [r for c in cases for r in c.get("runs") or []]
+    if not fault or not runs:
+        return []
+    if any(r.get("fault_changed") for r in runs) or any((c.get("detail") or {}).get("injected_fault") for c in cases):
+        return []
+    if not any("fault_changed" in r for r in runs):
+        return []       # no run got as far as the fault (every one SKIPped or failed before it)
+    return [f"note: fault {fault} changed no output of any case: its trigger was not reached "
+            f"(none of the {len(cases)} case(s) is one it is about), so this run shows nothing about catching it", ""]
+
+
 def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
     """The terminal's accel-regress summary; ``verdict`` is accel_regress.results.gate.evaluate's answer."""
     out = list(verdict.lines()) if verdict is not None else []
@@ -181,6 +197,7 @@ def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
     if verdict is not None:
         out.append(f"  {policy_words(verdict)}")
         out.append("")
+    out += fault_not_reached(data)
     out += table(data["summary"]) if data.get("summary") else ["no cases ran"]
     missing = [(n, b.get("reason")) for n, b in (data.get("backends") or {}).items()
                if b.get("selected") and not b.get("available", True)]
