@@ -154,7 +154,8 @@ def _classify(rec: dict, report, call) -> None:
     if isinstance(exc, VerdictError):
         rec["verdict"], rec["stage"] = exc.verdict, exc.stage
         rec["message"] = exc.message
-        rec["detail"].update(exc.detail)
+        # The program itself goes to the report folder's failures/, not into every results file.
+        rec["detail"].update({k: v for k, v in exc.detail.items() if k not in ("program", "argv_here", "temp_dir")})
         _add_section(report, f"{exc.verdict} at stage {exc.stage}", _verdict_text(exc))
     elif isinstance(exc, SetupError):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "setup", str(exc)
@@ -178,6 +179,8 @@ def _add_section(report, title: str, text: str) -> None:
 def _verdict_text(exc: VerdictError) -> str:
     lines = [exc.message]
     for key, value in exc.detail.items():
+        if key in ("program", "argv_here", "temp_dir"):    # in the report folder's failures/ (_keep_failure_files)
+            continue
         text = str(value).rstrip()
         if "\n" in text:
             lines.append(f"--- {key} ---")
@@ -196,6 +199,7 @@ def pytest_runtest_makereport(item, call):
             _add_section(report, "rerun this case", rerun_line(item, None))
         return report
     _classify(rec, report, call)
+    _keep_failure_files(item, rec, report, call)
     if rec["verdict"] == verdicts.SKIP and NOT_APPLICABLE in item.stash:
         rec["verdict"] = verdicts.NOT_APPLICABLE
     if report.failed:
@@ -208,6 +212,22 @@ def pytest_runtest_makereport(item, call):
         # execnet under xdist (which refuses str subclasses such as torch's TorchVersion).
         report.user_properties.append((PROP, strict_json.dumps(record)))     # no bare NaN in junit.xml
     return report
+
+
+def _keep_failure_files(item, rec: dict, report, call) -> None:
+    """A COMPILE_ERROR, HANG or CRASH keeps its program, command lines and output in the report
+    folder (results/failure_files.py); its message says where."""
+    exc = call.excinfo.value if call and call.excinfo else None
+    if not isinstance(exc, VerdictError) or rec["verdict"] != exc.verdict:
+        return
+    from accel_regress.results import failure_files
+    from accel_regress.results.report.tables import slug
+    folder, name = Path(item.config.getoption("accel_report_dir")), slug(rec)
+    said = failure_files.keep(folder, name, exc.verdict, exc.detail)
+    if said:
+        rec["message"] = f"{failure_files.in_message(rec['message'], exc.detail, folder, name)} ({said})"
+        rec["detail"]["kept"] = said
+        _add_section(report, "kept for reading", said)
 
 
 def rerun_line(item, backend: Optional[str]) -> str:

@@ -86,3 +86,29 @@ def test_it_asks_which_package_when_it_cannot_tell(tmp_path, layout):
             (tmp_path / "src" / name / "__init__.py").write_text("")
     out = new_family(tmp_path, "swiglu")
     assert out.returncode == 2 and "pass --package DIR" in out.stderr, out.stderr
+
+
+def test_a_compile_error_keeps_program_command_and_output_in_the_report_folder(tmp_path):
+    """Issue 37 item 3: the program, the command lines and iree-compile's output of a COMPILE_ERROR
+    stay in the report folder and the message points there. Failed on e6e33d9: the message cited
+    .../program.mlir:N:M in a temporary folder deleted before the run ended."""
+    root = team_project(tmp_path)
+    assert new_family(root, "swiglu").returncode == 0
+    program = root / "src" / "swiglu_ops" / "swiglu" / "iree_program.py"
+    program.write_text(program.read_text().replace("arith.addf %p, %d", "arith.addf %p, %undefined"))
+    env = install_metadata(root)
+    res = run_pytest(root, env, "--hw", "iree-cpu", "-k", "N64")
+    assert res.returncode == 1, res.stdout + res.stderr
+    case = json.loads((root / "rep" / "results.json").read_text())["cases"][0]
+    assert case["verdict"] == "COMPILE_ERROR", case
+    kept = sorted((root / "rep" / "failures").iterdir())
+    assert [p.name.rsplit(".", 2)[-2:] for p in kept] == [["command", "txt"], ["output", "txt"], ["program", "mlir"]]
+    stem = kept[0].name.rsplit(".", 2)[0]
+    assert f"kept: rep/failures/{stem}.{{program.mlir,command.txt,output.txt}}" in case["message"], case["message"]
+    assert f"rep/failures/{stem}.program.mlir:9:25: error" in case["message"]     # the kept copy, line and column
+    assert "%undefined" in (root / "rep" / "failures" / f"{stem}.program.mlir").read_text()
+    command = (root / "rep" / "failures" / f"{stem}.command.txt").read_text()
+    assert "./program.mlir" in command.splitlines()[-1] and "-o ./" in command.splitlines()[-1], command
+    assert "error" in (root / "rep" / "failures" / f"{stem}.output.txt").read_text()
+    assert "program" not in case["detail"], "the program is in failures/, not in every results file"
+    assert "kept for reading" in res.stdout

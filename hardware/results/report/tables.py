@@ -108,8 +108,8 @@ class Model:
         return v.lines() + [f"- {r}" for r in v.reasons]
 
     def headline(self) -> str:
-        devices = [d for d in self.devices if d != "-"]     # "-": the checks that run no backend
-        host = sum(1 for c in self.cases if c["device"] == "-")
+        devices = [d for d in self.devices if d != NO_BACKEND]     # the checks that run no backend
+        host = sum(1 for c in self.cases if c["device"] == NO_BACKEND)
         checks = f" and {host} host-side check(s)" if host else ""
         return (f"{len(self.cases) - host} cases on {len(devices)} device(s){checks}: "
                 f"{counts_text(self.totals) or 'none'}")
