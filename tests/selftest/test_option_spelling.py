@@ -87,3 +87,23 @@ def test_no_plugin_frame_in_a_guests_traceback(pytester):
     res = pytester.runpytest_subprocess("--fulltrace", "-p", "no:cacheprovider")
     res.assert_outcomes(failed=1)
     assert "accel_regress" not in res.stdout.str() and "/hardware/" not in res.stdout.str(), res.stdout.str()
+
+
+def test_no_code_reads_an_option_by_its_short_dest():
+    """Our options' dests are accel_NAME: ``config.getoption("hw")`` would read a project's own
+    ``--hw`` (or fail). Catches code written against the old dests (e.g. merged from elsewhere)."""
+    import re
+    from pathlib import Path
+
+    import accel_regress
+    from accel_regress.plugin import options
+
+    repo = Path(accel_regress.__file__).resolve().parents[1]
+    names = {o.name for o in options.OPTIONS} | {"history", "history_revision", "history_runner", "shard",
+                                                 "npu_artifacts", "npu_mode", "pto_cpp"}
+    pattern = re.compile(r"""getoption\(\s*["'](%s)["']""" % "|".join(sorted(names)))
+    found = [f"{p.relative_to(repo)}:{n}: {line.strip()}"
+             for folder in ("hardware", "golden", "families", "tests", "repros", "benchmarks", "scripts")
+             for p in sorted((repo / folder).rglob("*.py")) if "selftest/test_option_spelling.py" not in str(p)
+             for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if pattern.search(line)]
+    assert not found, "read as getoption('accel_NAME'):\n" + "\n".join(found)
