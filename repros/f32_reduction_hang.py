@@ -31,6 +31,7 @@ from accel_regress.families.f32_reduction import golden as R
 from accel_regress.golden.compare import census
 from accel_regress.core.runner import run_case
 from accel_regress.results import repro
+from accel_regress.toolchains.iree import riscv
 
 # The seed's micro-tests (mt_*) and the kind and shape each one is here.
 MICROTESTS = [
@@ -82,8 +83,9 @@ def run_one(session: repro.Repro, name: str, kind: str, variant: str, vlen: int)
         row["note"] = run.skip
     else:
         row["note"] = run.error.message.splitlines()[0][:160]
-    judged, why = session.judge(row["verdict"], [f"tests/test_f32_reductions.py::test_f32_reduction[{R.test_id(case)}]"],
-                                run.versions, reason_chars=100)
+    nodeid = f"tests/test_f32_reductions.py::test_f32_reduction[{R.test_id(case)}]"
+    row["pytest"] = nodeid.replace("[", f"[{hw}-", 1)      # the case this row stands for, as pytest names it
+    judged, why = session.judge(row["verdict"], [nodeid], run.versions, reason_chars=100)
     if why:
         row["verdict"], row["note"] = judged, f"{why}; " + row["note"]
     rep = _report(run)
@@ -150,13 +152,16 @@ def main(argv=None) -> int:
     for name, kind in MICROTESTS:
         for variant in variants:
             vlen = max(args.vlen, 512) if variant == "v-zvl512b" else args.vlen
+            if variant in riscv.VARIANTS and not riscv.VARIANTS[variant].vector:
+                vlen = riscv.BASELINE_VLEN      # no vector unit, no VLEN: pytest's case is at the baseline one
             rows.append(run_one(session, name, kind, variant if args.hw != "iree-cpu" else "v", vlen))
     widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in ("test", "variant", "verdict", "time")}
     head = "  ".join(k.ljust(widths[k]) for k in ("test", "variant", "verdict", "time")) + "  note"
     print(head)
     print("-" * len(head))
     for r in rows:
-        print("  ".join(str(r[k]).ljust(widths[k]) for k in ("test", "variant", "verdict", "time")) + "  " + r["note"])
+        print("  ".join(str(r[k]).ljust(widths[k]) for k in ("test", "variant", "verdict", "time")) + "  " + r["note"]
+              + f"  [{r['pytest']}]")
     code = repro.status(r["verdict"] for r in rows)
     if code == repro.USAGE:
         return code

@@ -30,15 +30,31 @@ from accel_regress.results import repro
 
 SIZES = {"small": gemm.VOCAB_MINI, "llama": gemm.LLAMA_VOCAB}
 TESTS = "tests/test_gemm_partition_n.py"
-# The prefixes tests/test_gemm_partition_n.py gives a configuration's id; a case depends on the
-# configuration alone, so every one of these that exists runs this very case.
-PREFIXES = ("vocab-mini-", "vocab-", "")
+# The id prefix tests/test_gemm_partition_n.py gives each size's configuration (its CONFIGS); the
+# bf16 path (no bfp16 emulation) is a pytest case only where gemm.BF16_CONFIGS holds it, unprefixed.
+PREFIX = {"small": "vocab-mini-", "llama": "vocab-"}
+HW = "emu"      # the backend of the node ids printed (main sets it)
 
 
-def nodeids(test: str, cfg, part=None) -> list[str]:
-    """The pytest cases (without the backend) that check what one line of the repro checks."""
-    ids = [prefix + (cfg.test_id if part is None else f"{cfg.id}-C{part}-{cfg.inputs}") for prefix in PREFIXES]
-    return [f"{TESTS}::{test}[{i}]" for i in ids]
+def nodeids(test: str, cfg, part=None, size: str = "small") -> list[str]:
+    """The pytest case (without the backend) that checks what one line of the repro checks: one,
+    or none where pytest has no such case (then the line is judged plainly and says so)."""
+    if cfg.emulate_bfp16 == SIZES[size].emulate_bfp16:
+        prefix = PREFIX[size]
+    elif any(c.test_id == cfg.test_id for c in gemm.BF16_CONFIGS):
+        prefix = ""
+    else:
+        return []
+    name = cfg.test_id if part is None else f"{cfg.id}-C{part}-{cfg.inputs}"
+    return [f"{TESTS}::{test}[{prefix}{name}]"]
+
+
+def stands_for(ids: list[str]) -> str:
+    """The node id a line stands for, with the backend, as pytest writes it."""
+    if not ids:
+        return "  [no pytest case: tests/test_gemm_partition_n.py has no such configuration]"
+    path, _, rest = ids[0].partition("[")
+    return f"  [{path}[{HW}-{rest}]"
 
 
 def _line(session: repro.Repro, judged: list, label: str, got, ref, tol, ids: list[str], versions,
@@ -49,7 +65,8 @@ def _line(session: repro.Repro, judged: list, label: str, got, ref, tol, ids: li
     verdict, why = session.judge("PASS" if c.ok else "FAIL", ids, versions, reason_chars=100)
     judged.append(verdict)
     print(f"  {label}: corr={c.pearson:.5f}, max_err={c.max_abs:.1f}, mean_err={c.mean_abs:.2f}, "
-          f"over tolerance {c.over_tolerance}/{c.elements} [{verdict}]" + (f" ({why})" if why else ""))
+          f"over tolerance {c.over_tolerance}/{c.elements} [{verdict}]" + (f" ({why})" if why else "")
+          + stands_for(ids))
     if not c.ok and c.over_tolerance:
         print(f"    where: {c.where()}")
     return c.ok
@@ -71,6 +88,8 @@ def main(argv=None) -> int:
     failed = session.open()
     if failed is not None:
         return failed
+    global HW
+    HW = args.hw
     cfg = SIZES[args.size]
     why = registry.get(args.hw).supports(gemm.make_case(cfg, args.golden_seed))
     if isinstance(why, NotApplicable) and cfg.emulate_bfp16:
@@ -97,18 +116,18 @@ def main(argv=None) -> int:
     shape = out["forward"].shape
     print(f"  Expected output shape: (1, {cfg.M}, {cfg.N})")
     print(f"  Actual output shape:   {tuple(shape)}")
+    shape_ids = nodeids("test_forward_shape", cfg, size=args.size)
     verdict, why = session.judge("PASS" if tuple(shape) == (1, cfg.M, cfg.N) else "FAIL",
-                                 nodeids("test_forward_shape", cfg), run.versions, reason_chars=100)
+                                 shape_ids, run.versions, reason_chars=100)
     judged.append(verdict)
     if tuple(shape) != (1, cfg.M, cfg.N):
         ok = False
         print(f"  BUG: forward() returns {shape[-1]} columns instead of {cfg.N}. [{verdict}]"
-              + (f" ({why})" if why else ""))
+              + (f" ({why})" if why else "") + stands_for(shape_ids))
     else:
-        if verdict != "PASS":                # a known wrong shape that is right now: XPASS, as in pytest
-            print(f"  forward() shape is right [{verdict}] ({why})")
+        print(f"  forward() shape is right [{verdict}]" + (f" ({why})" if why else "") + stands_for(shape_ids))
         ok &= _line(session, judged, "forward() values", out["forward"], ref[None], tol[None],
-                    nodeids("test_forward_values", cfg), run.versions)
+                    nodeids("test_forward_values", cfg, size=args.size), run.versions)
 
     print(f"BUG 2: each partition's buffer C_i read directly (N_per_partition={cfg.n_part}, "
           f"padded to {out['C_0'].shape[1]})")
@@ -116,7 +135,7 @@ def main(argv=None) -> int:
         lo, hi = i * cfg.n_part, (i + 1) * cfg.n_part - 1
         ok &= _line(session, judged, f"C_{i} (columns {lo}-{hi})", out[f"C_{i}"][:cfg.M, :cfg.n_part],
                     gemm.partition(ref, cfg, i), gemm.partition(tol, cfg, i),
-                    nodeids("test_partition", cfg, i), run.versions, lo)
+                    nodeids("test_partition", cfg, i, args.size), run.versions, lo)
 
     print("CONTROL: each partition as a standalone GEMM (partition_N=1)")
     control_ok = True
@@ -129,7 +148,8 @@ def main(argv=None) -> int:
             continue
         control_ok &= _line(session, judged, f"standalone partition {i}", sub["C_0"][:cfg.M, :cfg.n_part],
                             gemm.partition(ref, cfg, i), gemm.partition(tol, cfg, i),
-                            nodeids("test_standalone_partition", cfg, i), sub_run.versions, i * cfg.n_part)
+                            nodeids("test_standalone_partition", cfg, i, args.size), sub_run.versions,
+                            i * cfg.n_part)
     print(bar)
     if ok and control_ok:
         print("CONCLUSION: forward() shape and every partition are right.")

@@ -10,17 +10,32 @@ cd "$(dirname "$0")/.."
 # vulkaninfo, which reports the device's features and limits (the target iree-vulkan compiles for).
 APT_PACKAGES=(qemu-user-static clang-16 lld-16 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
               picolibc-riscv64-unknown-elf qemu-system-misc chromium postgresql mesa-vulkan-drivers vulkan-tools)
+# Quiet unless it fails: every command's output goes to one log file, shown (its tail) only when a
+# step fails; apt-get's -qq leaves dpkg's unpacking and set-up lines on stdout (~240 on a fresh machine).
+LOG="${ACCEL_SETUP_LOG:-${TMPDIR:-/tmp}/accel-regress-setup.log}"
+: > "$LOG"
+quietly() {
+  echo "+ $*" >> "$LOG"
+  if ! "$@" >> "$LOG" 2>&1; then
+    echo "setup: failed: $*" >&2
+    echo "setup: the last 40 lines of $LOG (the whole log is kept there):" >&2
+    tail -n 40 "$LOG" >&2
+    exit 1
+  fi
+}
+
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    echo "setup: installing ${missing[*]} (log: $LOG)"
+    quietly apt-get update -qq
+    quietly env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   else
     echo "setup: not root, so not installing ${missing[*]}; the backends that need them will SKIP with the reason" >&2
   fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports,dev,bisect,test]"
+quietly python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports,dev,bisect,test]"

@@ -92,8 +92,8 @@ _PAIR = ("a2a3", "a2a3sim")
 
 def _run_on(config, name, case, inputs):
     # the session's memo: the same run test_tile and test_padded_region read on that backend
-    return run_memo.run_case(config, name, case, inputs, fault=config.getoption("inject_fault"),
-                             timeout_s=config.getoption("case_timeout"))
+    return run_memo.run_case(config, name, case, inputs, fault=config.getoption("accel_inject_fault"),
+                             timeout_s=config.getoption("accel_case_timeout"))
 
 
 def pytest_generate_tests(metafunc):

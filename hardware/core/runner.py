@@ -37,17 +37,35 @@ class Job:
     inputs_sha256: Optional[str] = None    # sha256_of(inputs): the isolation layer writes each content once
 
 
+# Whether the injected fault changed the outputs of the last run in this process (backend_report
+# carries it out of an isolated worker): a fault that changed no output of any case is said in
+# the summary, "its trigger was not reached" (issue 37 item 3).
+_FAULT_EFFECT: dict = {}
+
+
+def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    if set(before) != set(after):
+        return True
+    try:
+        return not all(np.array_equal(np.asarray(before[k]), np.asarray(after[k]), equal_nan=True) for k in before)
+    except (TypeError, ValueError):
+        return True
+
+
 def execute(job: Job) -> dict[str, np.ndarray]:
     backend = registry.get(job.backend)
+    _FAULT_EFFECT.clear()
     outputs = backend.run(job.case, job.inputs)
     fault = faults.load(job.fault)
     if fault is not None:
+        before = dict(outputs)
         try:
             outputs = fault(job.case, dict(outputs))
         except VerdictError as exc:
             # Raised, not lived through: --max-hangs must not take it for a wedged device.
             exc.detail.setdefault("injected_fault", job.fault)
             raise
+        _FAULT_EFFECT["fault_changed"] = _changed(before, outputs)
     wrong = _not_arrays(outputs)
     if wrong:
         # The process lived and answered: what came back breaks the output contract (a FAIL that
@@ -179,14 +197,15 @@ class Run:
 
     def to_json(self) -> dict[str, Any]:
         return {"backend": self.backend, "case": self.case.to_json(), "inputs_sha256": self.inputs_sha256,
-                "duration_s": round(self.duration_s, 6), "verdict": self.verdict}
+                "duration_s": round(self.duration_s, 6), "verdict": self.verdict,
+                **({"fault_changed": self.report["fault_changed"]} if "fault_changed" in self.report else {})}
 
 
 def backend_report(name: str) -> dict:
     """What a backend measured in its last run, beyond the outputs (qemu-rvv's cycles and codegen
     scan, FireSim's slot and console): its ``last_report`` or ``last_record``, in the process that ran it."""
     backend = registry.get(name)
-    return dict(getattr(backend, "last_report", None) or getattr(backend, "last_record", None) or {})
+    return {**(getattr(backend, "last_report", None) or getattr(backend, "last_record", None) or {}), **_FAULT_EFFECT}
 
 
 def invoke(job: Job, isolation=None) -> dict[str, np.ndarray]:

@@ -2,6 +2,7 @@
 
 The core, one concern per module:
 - ``engagement`` whether a session is the plugin's: installed anywhere, it acts only on its own items
+- ``spelling``   every option is ``--accel-NAME``; ``--NAME`` too where the project has no option of that name
 - ``options``    command-line and ini options, their validation, the backend selection
 - ``run_memo``   each distinct case runs once per session (per xdist worker), whatever the test layout
 - ``fixtures``   the ``hw`` and ``golden_seed`` fixtures and which (test, backend) pairs exist
@@ -13,7 +14,8 @@ The core, one concern per module:
   its fork server stopped when its session ends
 
 Features register here as plugins of their own; those only a session of the plugin's needs (known
-bugs, the report writers, --repeat, the RVV codegen scan) register when it engages (``engagement.ON_ENGAGEMENT``).
+bugs, the report writers, --repeat, the RVV codegen scan, ``unsupported``: a backend's Unsupported
+during a test is a SKIP) register when it engages (``engagement.ON_ENGAGEMENT``).
 Backends are not plugins: they register through entry points (hardware/core/registry.py).
 """
 from accel_regress.core import registry as _registry
@@ -27,6 +29,7 @@ def _registered_plugins() -> list[str]:
 
 
 pytest_plugins = [
+    "accel_regress.plugin.spelling",                # --accel-NAME, and --NAME where the project has none
     "accel_regress.plugin.engagement",
     "accel_regress.plugin.run_memo",                # each distinct case runs once per session (before fixtures: it imports it)
     "accel_regress.plugin.fixtures",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-from accel_regress.core.errors import SetupError, Unsupported
+from accel_regress.core.errors import SetupError
 from accel_regress.plugin import engagement, run_memo, selection
 
 if TYPE_CHECKING:
@@ -25,9 +25,9 @@ class Hardware:
         self.name = name
         self.config = config
         self.backend = registry.get(name)
-        self.fault = config.getoption("inject_fault")
-        self.golden_seed = config.getoption("golden_seed")
-        self.case_timeout = config.getoption("case_timeout")
+        self.fault = config.getoption("accel_inject_fault")
+        self.golden_seed = config.getoption("accel_golden_seed")
+        self.case_timeout = config.getoption("accel_case_timeout")
 
     def run(self, case: Case, inputs) -> runner.Run:
         return run_memo.run_case(self.config, self.name, case, inputs, fault=self.fault, timeout_s=self.case_timeout)
@@ -78,6 +78,7 @@ def pytest_collection_modifyitems(config, items):
     ours = engagement.claim(config, items)
     if not ours:
         return
+    _check_contracts(ours)
     out = [i for i in ours if selection.opt_in_unwanted(config, {m.name for m in i.iter_markers()})]
     if out:
         config.hook.pytest_deselected(items=out)
@@ -94,6 +95,38 @@ def pytest_collection_modifyitems(config, items):
     gone.update(i for i in ours if i not in still)
     if gone:
         items[:] = [i for i in items if i not in gone]
+
+
+def _check_contracts(items) -> None:
+    """Every registered module of the families collected (golden, emu model, IREE program, ...)
+    loaded and checked against its Protocol (core/contracts.py) now, before any case: a broken one
+    is one usage error naming the registration, the member and what it should be, never a FAIL
+    per case. Here, not at engagement: an error raised while a module is collected is that
+    module's collection error, one raised from this hook ends the session with exit 4. (An xdist
+    controller, which collects nothing, checks every family when it engages: plugin/options.py.)"""
+    check_contracts({op for op in map(engagement.family_of, items) if op is not None})
+
+
+def check_contracts(ops) -> None:
+    from accel_regress.core import contracts, registry
+    ops = sorted(ops)
+    problems = []
+    for kind in contracts.CONTRACTS:
+        if kind == "backend":       # a backend is checked when it is made (registry.get)
+            continue
+        try:
+            regs = registry.registrations(kind)
+        except registry.RegistrationError as exc:
+            problems.append(str(exc))
+            continue
+        for op in ops:
+            if op in regs:
+                try:
+                    registry.module_for(kind, op)
+                except registry.RegistrationError as exc:
+                    problems.append(str(exc))
+    if problems:
+        raise pytest.UsageError("accel-regress registrations: " + "\n".join(dict.fromkeys(problems)))
 
 
 @pytest.hookimpl(specname="pytest_collection_modifyitems")
@@ -130,16 +163,6 @@ def _op_reason(name: str, op: str) -> Optional[str]:
     return f"{name}: {reason}" if reason else None
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
-    try:
-        return (yield)
-    except Unsupported as exc:
-        if exc.never:    # the backend can never run this configuration: NOT_APPLICABLE, not a SKIP
-            item.stash[NOT_APPLICABLE] = str(exc)
-        pytest.skip(str(exc))
-
-
 @pytest.fixture(scope="module")
 def hw(request) -> Hardware:
     __tracebackhide__ = True    # a set-up error is about the installation, not this code
@@ -157,4 +180,4 @@ def hw(request) -> Hardware:
 
 @pytest.fixture(scope="session")
 def golden_seed(request) -> int:
-    return request.config.getoption("golden_seed")
+    return request.config.getoption("accel_golden_seed")

@@ -97,12 +97,12 @@ def _settings(config) -> tuple:
     from accel_regress.core import devices
     from accel_regress.core.isolation.bounds import default_memory, parse_size
     try:
-        memory = config.getoption("worker_memory")
+        memory = config.getoption("accel_worker_memory")
         memory_bytes = default_memory() if memory == "auto" else parse_size(memory)
     except ValueError as exc:
         raise pytest.UsageError(f"--worker-memory: {exc}") from None
     try:
-        return memory_bytes, devices.parse(config.getoption("devices"))
+        return memory_bytes, devices.parse(config.getoption("accel_devices"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -121,12 +121,12 @@ def pytest_accel_regress_engaged(config):
     from accel_regress.core.isolation import Bounds, HangGuard
     memory_bytes, pools = config.stash.get(_SETTINGS, None) or _settings(config)
     ctx = context(config)
-    ctx.hang_guard = HangGuard(config.getoption("max_hangs"))
-    lock_dir = config.getoption("device_lock_dir")
+    ctx.hang_guard = HangGuard(config.getoption("accel_max_hangs"))
+    lock_dir = config.getoption("accel_device_lock_dir")
     ctx.devices = devices.DeviceLocks(pools, lock_dir and Path(lock_dir),
                                       on_wait=lambda msg: print(f"accel-regress: {msg}", file=sys.stderr)) if pools else None
     ctx.expect_devices(selection.selected(config))     # before the fork server starts: its workers inherit it
-    if (config.getoption("isolation") == "process" and not _is_xdist_controller(config)
+    if (config.getoption("accel_isolation") == "process" and not _is_xdist_controller(config)
             and not config.option.collectonly):
         ctx.isolation = _isolation_for(Bounds(memory_bytes=memory_bytes), _preload_modules(selection.selected(config)))
         ctx.isolation.start()

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from accel_regress.plugin import engagement, selection
+from accel_regress.plugin import engagement, selection, spelling
 
 
 def seconds(text: str) -> float:
@@ -54,7 +54,7 @@ def _string(text: str) -> str:
 
 @dataclass(frozen=True)
 class Option:
-    dest: str
+    name: str
     metavar: str
     help: str
     convert: Callable[[str], Any] = _string
@@ -67,12 +67,16 @@ class Option:
     const: Any = None               # the value of the flag given bare (its value optional: --flag[=VALUE])
 
     @property
+    def dest(self) -> str:
+        return spelling.dest(self.name)
+
+    @property
     def flag(self) -> str:
-        return "--" + self.dest.replace("_", "-")
+        return spelling.flag(self.name)
 
     @property
     def ini(self) -> str:
-        return "accel_" + self.dest
+        return self.dest
 
 
 OPTIONS = (
@@ -124,20 +128,21 @@ def pytest_addoption(parser):
     for arg in g.options:
         dest = arg.dest
         flag = arg.attrs().get("action") in ("store_true", "store_false")
-        parser.addini("accel_" + dest, f"{arg.names()[-1]} (the command line wins)", type="bool" if flag else "string",
+        parser.addini(spelling.dest(dest), f"{arg.names()[-1]} (the command line wins)", type="bool" if flag else "string",
                       default=None)
         _FEATURE.append(arg)
     for opt in OPTIONS:
         # default None on the command line: "not given", so the ini file can fill it in.
+        also = f" (also {spelling.short(opt.name)} where the project does not define it)"
         if opt.switch:
-            g.addoption(opt.flag, dest=opt.dest, default=None, action="store_true",
-                        help=f"{opt.help} [ini: {opt.ini}]")
+            spelling.add(parser, opt.name, default=None, action="store_true",
+                         help=f"{opt.help} [ini: {opt.ini}]{also}")
             parser.addini(opt.ini, f"{opt.flag} (the command line wins)", type="bool", default=None)
             continue
-        g.addoption(opt.flag, dest=opt.dest, default=None, metavar=opt.metavar,
-                    action="append" if opt.repeat else "store",
-                    **({"nargs": "?", "const": str(opt.const)} if opt.const is not None else {}),
-                    help=f"{opt.help} [ini: {opt.ini}]")
+        spelling.add(parser, opt.name, default=None, metavar=opt.metavar,
+                     action="append" if opt.repeat else "store",
+                     **({"nargs": "?", "const": str(opt.const)} if opt.const is not None else {}),
+                     help=f"{opt.help} [ini: {opt.ini}]{also}")
         parser.addini(opt.ini, f"{opt.flag} (the command line wins)", type="args" if opt.repeat else "string",
                       default=[] if opt.repeat else None)
 
@@ -150,10 +155,10 @@ def _resolve_feature(config, arg) -> None:
     attrs = arg.attrs()
     if config.getoption(arg.dest) != attrs.get("default"):
         return
-    ini = config.getini("accel_" + arg.dest)
+    ini = config.getini(spelling.dest(arg.dest))
     if ini in (None, ""):
         return
-    where = f"accel_{arg.dest} (ini file {config.inipath})"
+    where = f"{spelling.dest(arg.dest)} (ini file {config.inipath})"
     if attrs.get("action") in ("store_true", "store_false"):
         setattr(config.option, arg.dest, bool(ini) == (attrs["action"] == "store_true"))
         return
@@ -169,7 +174,7 @@ def _resolve_feature(config, arg) -> None:
 def _resolve(config, opt: Option) -> Any:
     """Command line, else ini file, else environment, else default; converted and checked."""
     given = config.getoption(opt.dest)
-    where = opt.flag
+    where = spelling.spelled(config, opt.name)
     if given is None or given == []:
         ini = config.getini(opt.ini)
         if ini not in (None, "", []):
@@ -217,7 +222,7 @@ def _given(config) -> bool:
         if config.getoption(opt.dest) not in (None, []) or config.getini(opt.ini) not in (None, "", []):
             return True
     for arg in _FEATURE:
-        if config.getoption(arg.dest) != arg.attrs().get("default") or config.getini("accel_" + arg.dest) not in (None, ""):
+        if config.getoption(arg.dest) != arg.attrs().get("default") or config.getini(spelling.dest(arg.dest)) not in (None, ""):
             return True
     return False
 
@@ -248,9 +253,9 @@ def pytest_configure(config):
             store.max_bytes()
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
-    if config.getoption("hw") is not None:
+    if config.getoption("accel_hw") is not None:
         selection.selected(config)        # a named backend is checked now; no backend is probed
-    spec = config.getoption("inject_fault")
+    spec = config.getoption("accel_inject_fault")
     if spec:
         from accel_regress.core import faults
         try:
@@ -260,14 +265,14 @@ def pytest_configure(config):
                                     f"--inject-fault {spec}: cannot load it: {type(exc).__name__}: {exc}") from None
     # --collect-only writes no reports (and so leaves the last run's alone).
     if explicit and not config.option.xmlpath and not hasattr(config, "workerinput") and not config.option.collectonly:
-        config.option.xmlpath = str(Path(config.getoption("report_dir")) / "junit.xml")
+        config.option.xmlpath = str(Path(config.getoption("accel_report_dir")) / "junit.xml")
     expr = (config.getoption("markexpr", None) or "").strip()
     selection.set_expression(config, expr)
 
 
 def _configure_store(config, store) -> None:
-    store.configure(enabled=not config.getoption("no_golden_cache"), verify=config.getoption("verify_golden"),
-                    shared=config.getoption("golden_cache_shared") or None)
+    store.configure(enabled=not config.getoption("accel_no_golden_cache"), verify=config.getoption("accel_verify_golden"),
+                    shared=config.getoption("accel_golden_cache_shared") or None)
 
 
 @pytest.hookimpl(tryfirst=True)     # before any golden is asked for, or any backend
@@ -279,10 +284,18 @@ def pytest_accel_regress_engaged(config):
         registry.check()        # a registration that cannot be loaded is a usage error
     except registry.RegistrationError as exc:
         raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
+    if not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no":
+        from accel_regress.plugin import fixtures     # an xdist controller collects nothing: every family, now
+        fixtures.check_contracts(registry.registrations("family"))
     selection.selected(config)
 
 
 def pytest_report_header(config):
     if engagement.explicit(config):
         note = _large_note(selection.expression(config))
-        return [f"accel-regress: backends {','.join(selection.selected(config)) or '(none)'}; {note}"]
+        lines = [f"accel-regress: backends {','.join(selection.selected(config)) or '(none)'}; {note}"]
+        theirs = spelling.prefixed_only(config)
+        if theirs:
+            lines.append(f"accel-regress: {', '.join(theirs)} are this project's own options; ours are spelled "
+                         f"{', '.join('--accel-' + n[2:] for n in theirs)} here")
+        return lines

@@ -14,7 +14,7 @@ import pytest
 from accel_regress.core import verdicts
 from accel_regress.results import report_dir, strict_json
 from accel_regress.core.errors import SetupError, VerdictError
-from accel_regress.plugin import engagement, isolation, selection
+from accel_regress.plugin import engagement, isolation, selection, spelling
 from accel_regress.plugin.fixtures import NOT_APPLICABLE
 
 if TYPE_CHECKING:
@@ -154,7 +154,8 @@ def _classify(rec: dict, report, call) -> None:
     if isinstance(exc, VerdictError):
         rec["verdict"], rec["stage"] = exc.verdict, exc.stage
         rec["message"] = exc.message
-        rec["detail"].update(exc.detail)
+        # The program itself goes to the report folder's failures/, not into every results file.
+        rec["detail"].update({k: v for k, v in exc.detail.items() if k not in ("program", "argv_here", "temp_dir")})
         _add_section(report, f"{exc.verdict} at stage {exc.stage}", _verdict_text(exc))
     elif isinstance(exc, SetupError):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "setup", str(exc)
@@ -178,6 +179,8 @@ def _add_section(report, title: str, text: str) -> None:
 def _verdict_text(exc: VerdictError) -> str:
     lines = [exc.message]
     for key, value in exc.detail.items():
+        if key in ("program", "argv_here", "temp_dir"):    # in the report folder's failures/ (_keep_failure_files)
+            continue
         text = str(value).rstrip()
         if "\n" in text:
             lines.append(f"--- {key} ---")
@@ -196,6 +199,7 @@ def pytest_runtest_makereport(item, call):
             _add_section(report, "rerun this case", rerun_line(item, None))
         return report
     _classify(rec, report, call)
+    _keep_failure_files(item, rec, report, call)
     if rec["verdict"] == verdicts.SKIP and NOT_APPLICABLE in item.stash:
         rec["verdict"] = verdicts.NOT_APPLICABLE
     if report.failed:
@@ -212,15 +216,32 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+def _keep_failure_files(item, rec: dict, report, call) -> None:
+    """A COMPILE_ERROR, HANG or CRASH keeps its program, command lines and output in the report
+    folder (results/failure_files.py); its message says where."""
+    exc = call.excinfo.value if call and call.excinfo else None
+    if not isinstance(exc, VerdictError) or rec["verdict"] != exc.verdict:
+        return
+    from accel_regress.results import failure_files
+    from accel_regress.results.report.tables import slug
+    folder, name = Path(item.config.getoption("accel_report_dir")), slug(rec)
+    said = failure_files.keep(folder, name, exc.verdict, exc.detail)
+    if said:
+        rec["message"] = f"{failure_files.in_message(rec['message'], exc.detail, folder, name)} ({said})"
+        rec["detail"]["kept"] = said
+        _add_section(report, "kept for reading", said)
+
+
 def rerun_line(item, backend: Optional[str]) -> str:
     """The command that reruns exactly this case, with the options, opt-in markers and
     environment that shaped it (the same line the summary prints from results.json), from the
     directory pytest was started in."""
     from accel_regress.results import summary
     config = item.config
-    session = {"argv": _session_argv(config), "golden_seed": config.getoption("golden_seed"),
-               "fault": config.getoption("inject_fault"), "env": summary.rerun_env(os.environ),
-               "rootdir": str(config.rootpath), "cwd": str(config.invocation_params.dir)}
+    session = {"argv": _session_argv(config), "golden_seed": config.getoption("accel_golden_seed"),
+               "fault": config.getoption("accel_inject_fault"), "env": summary.rerun_env(os.environ),
+               "rootdir": str(config.rootpath), "cwd": str(config.invocation_params.dir),
+               "prefixed_only": spelling.prefixed_only(config)}
     case = {"nodeid": item.nodeid, "backend": backend, "detail": {"markers": [m.name for m in item.iter_markers()]}}
     return summary.rerun_line(case, session)
 
@@ -278,10 +299,10 @@ def _open_sink(config) -> None:
     names = selection.selected(config)
     meta = {"started": recorder(config).started_at, "host": socket.gethostname(),
             "platform": platform.platform(), "python": sys.version.split()[0], "argv": _session_argv(config),
-            "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("inject_fault"),
-            "golden_seed": config.getoption("golden_seed"), "interrupted": False,
-            "env": summary.rerun_env(os.environ)}
-    folder = Path(config.getoption("report_dir"))
+            "cwd": os.getcwd(), "rootdir": str(config.rootpath), "hw": names, "fault": config.getoption("accel_inject_fault"),
+            "golden_seed": config.getoption("accel_golden_seed"), "interrupted": False,
+            "env": summary.rerun_env(os.environ), "prefixed_only": spelling.prefixed_only(config)}
+    folder = Path(config.getoption("accel_report_dir"))
     try:
         recorder(config).sink = results.Sink(folder, meta, _backends_info(names))
     except report_dir.Busy as exc:
@@ -328,6 +349,13 @@ def pytest_sessionfinish(session, exitstatus):
     rec_of = recorder(session.config)
     sink = rec_of.sink
     if sink is None:
+        return
+    if int(exitstatus) == pytest.ExitCode.USAGE_ERROR:
+        # pytest printed the one message; results.json says no verdict was reached, and nothing
+        # else (reports, history, the summary) speaks as if cases had run.
+        sink.finish(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit_status=int(exitstatus), interrupted=False,
+                    complete=False, stop_reason="a usage error (pytest exit status 4) before any case")
+        sink.close()
         return
     if int(exitstatus) == pytest.ExitCode.INTERNAL_ERROR and stop.reason is None:
         stop.reason = "an internal error of the suite (pytest exit status 3)"

@@ -53,7 +53,7 @@ def repetitions(config) -> Optional[Repetitions]:
 
 
 def pytest_configure(config):
-    n = config.getoption("repeat")
+    n = config.getoption("accel_repeat")
     if n < 1:
         raise pytest.UsageError(f"--repeat: must be 1 or more, not {n}")
     config.stash[_REPETITIONS] = Repetitions(n)

@@ -44,7 +44,7 @@ def selected(config) -> list[str]:
     if _SELECTED not in config.stash:
         from accel_regress.core import registry
         try:
-            config.stash[_SELECTED] = registry.parse(config.getoption("hw"))
+            config.stash[_SELECTED] = registry.parse(config.getoption("accel_hw"))
         except registry.RegistrationError as exc:
             raise pytest.UsageError(f"accel-regress registrations: {exc}") from None
         except ValueError as exc:

@@ -27,7 +27,7 @@ _SPLIT = pytest.StashKey[Optional[_Split]]()
 
 def _snapshot(config) -> tuple[dict, str]:
     from accel_regress.results.history import shard
-    given = config.getoption("shard_durations", None)
+    given = config.getoption("accel_shard_durations", None)
     path = Path(given) if given else config.rootpath / shard.DURATIONS_FILE
     if not given and not path.is_file():
         return {}, f"no {shard.DURATIONS_FILE} in {config.rootpath}: balanced by test count"
@@ -39,9 +39,9 @@ def _snapshot(config) -> tuple[dict, str]:
 
 def pytest_configure(config):
     from accel_regress.results.history import shard
-    spec = config.getoption("shard", None)
+    spec = config.getoption("accel_shard", None)
     config.stash[_SPLIT] = None
-    if config.getoption("shard_durations", None) and not spec:
+    if config.getoption("accel_shard_durations", None) and not spec:
         raise pytest.UsageError("--shard-durations: it is read only with --shard I/N")
     if not spec:
         return

@@ -12,9 +12,14 @@ import pytest
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)   # outermost: after pytest's short summary, so last
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    yield
     from accel_regress.plugin import recording
     data = recording.finished_data(config)
+    hidden = _hide_own_skips(terminalreporter, data)
+    try:
+        yield
+    finally:
+        if hidden:      # back before pytest's last line counts them ("N skipped")
+            terminalreporter.stats.setdefault("skipped", []).extend(hidden)
     verbosity = config.get_verbosity()
     if data is None or verbosity <= -2:
         return
@@ -22,7 +27,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from accel_regress.results.report import plugin as reports     # registered: the session engaged
     verdict = reports.verdict(config)
     tr = terminalreporter
-    results_json = Path(config.getoption("report_dir")) / "results.json"
+    results_json = Path(config.getoption("accel_report_dir")) / "results.json"
     if verbosity == -1:
         tr.write_line(one_line(data, verdict, results_json))
         return
@@ -33,6 +38,25 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not data["session"].get("complete", True):
         tr.write_line(f"results.json is incomplete: {data['session'].get('stop_reason', 'the session stopped early')}")
     tr.write_line(f"reports: {results_json}" + (f", {config.option.xmlpath}" if config.option.xmlpath else ""))
+
+
+def _hide_own_skips(tr, data) -> list:
+    """pytest's short summary (``-ra``) folds SKIPs by source line and reason: for the suite's own
+    cases that is the same SKIPs again, split by line number and by every number in a message.
+    Ours says them once, by rule; pytest's own summary keeps every other test's. pytest builds it
+    from ``TerminalReporter.stats["skipped"]`` in ``short_test_summary``, which its
+    ``pytest_terminal_summary`` wrapper calls after its yield (_pytest/terminal.py, pytest 9.0), so
+    this outermost wrapper takes them out before and puts them back after."""
+    if data is None or not tr.stats.get("skipped"):
+        return []
+    from accel_regress.core import registry
+    families = registry.registrations("family")
+    ours = {c["nodeid"] for c in data.get("cases") or [] if c["verdict"] in ("SKIP", "NOT_APPLICABLE")
+            and (c.get("backend") or c.get("family") in families)}
+    hidden = [r for r in tr.stats["skipped"] if getattr(r, "nodeid", None) in ours]
+    if hidden:
+        tr.stats["skipped"] = [r for r in tr.stats["skipped"] if getattr(r, "nodeid", None) not in ours]
+    return hidden
 
 
 def one_line(data: dict, verdict, results_json: Path) -> str:

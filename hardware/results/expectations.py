@@ -47,7 +47,7 @@ from typing import Iterable, Optional
 
 import pytest
 
-from accel_regress.results import schemas, strict_json
+from accel_regress.results import schemas, skip_rules, strict_json
 from accel_regress.core import verdicts
 from accel_regress.util.globs import Glob, PatternError
 from accel_regress.results.keys import test_key
@@ -284,9 +284,9 @@ def summary(config) -> Optional[dict]:
 
 def pytest_configure(config):
     state = config.stash[_STATE] = SessionExpectations()
-    if config.getoption("ignore_expectations"):
+    if config.getoption("accel_ignore_expectations"):
         return
-    given = config.getoption("expectations")
+    given = config.getoption("accel_expectations")
     directory = Path(given) if given else Path(config.rootpath) / DEFAULT_DIR
     if not given and not directory.is_dir():
         return
@@ -321,7 +321,7 @@ def _apply(item, entry: Entry, backend: str, now: bool = False) -> None:
     ``now``: at set-up (a skip must be raised; an xfail mark added then is still read)."""
     item.stash[_ENTRY] = entry
     where = f"{entry.reason} ({entry.issue}; {entry.file})"
-    if entry.verdict in NOT_ATTEMPTED and not item.config.getoption("run_known_hangs"):
+    if entry.verdict in NOT_ATTEMPTED and not item.config.getoption("accel_run_known_hangs"):
         reason = f"known {entry.verdict} on {backend}, not attempted (--run-known-hangs to try): {where}"
         if now:
             pytest.skip(reason)
@@ -534,12 +534,12 @@ def _summary(config, data: dict) -> dict:
     with_entry = [c for c in data.get("cases", []) if (c.get("detail") or {}).get("expectation")]
     return {
         "directory": str(exp.directory) if exp else None,
-        "ignored": bool(config.getoption("ignore_expectations")),
-        "run_known_hangs": bool(config.getoption("run_known_hangs")),
+        "ignored": bool(config.getoption("accel_ignore_expectations")),
+        "run_known_hangs": bool(config.getoption("accel_run_known_hangs")),
         "entries": len(exp.entries) if exp else 0,
         "xfail": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.XFAIL],
         "xpass": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.XPASS],
-        "not_attempted": [c["nodeid"] for c in with_entry if c["verdict"] == verdicts.SKIP],
+        "not_attempted": [c["nodeid"] for c in with_entry if skip_rules.not_attempted(c)],
         "stale": [_stale_json(config, e) for e in stale(config)],
     }
 

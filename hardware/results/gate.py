@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from accel_regress.results import completeness, record as results, schemas
+from accel_regress.results import completeness, record as results, schemas, skip_rules
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
 
@@ -107,10 +107,6 @@ def _on(name: str, device: str, case: dict) -> bool:
     """Does a policy's backend name cover this case? A backend id, a whole device column
     ("npu/Phoenix"), or a runner label (the part of a merged column before "/")."""
     return name in (case.get("backend"), device, device.split("/", 1)[0], device.rsplit("/", 1)[-1])
-
-
-def _expected(c: dict) -> bool:
-    return bool((c.get("detail") or {}).get("expectation"))
 
 
 def _ran(c: dict) -> bool:
@@ -350,12 +346,15 @@ def _gone_since_baseline(r: _Run) -> Iterator[Line]:
 
 
 def _skips(r: _Run) -> Iterator[Line]:
-    """SKIPs are never silent: counted by reason."""
-    other = Counter(((c.get("message") or "no reason given").splitlines() or ["?"])[0][:120]
-                    for c in r.now.values() if c["verdict"] == verdicts.SKIP and not _expected(c))
+    """SKIPs are never silent: counted by rule (hardware/results/skip_rules.py), the known HANG /
+    CRASH not attempted apart (the known-bugs line counts them)."""
+    other = Counter(skip_rules.rule(c) for c in r.now.values()
+                    if c["verdict"] == verdicts.SKIP and not skip_rules.not_attempted(c))
     if other:
-        yield False, (f"{sum(other.values())} SKIP: " + "; ".join(f"{n} x {why}" for why, n in other.most_common(3))
-                      + (f"; and {len(other) - 3} other reason(s)" if len(other) > 3 else ""))
+        known = sum(1 for c in r.now.values() if skip_rules.not_attempted(c))
+        besides = f" (besides {known} known HANG/CRASH not attempted)" if known else ""
+        yield False, (f"{sum(other.values())} SKIP{besides}: " + "; ".join(f"{n} x {why}" for why, n in other.most_common(3))
+                      + (f"; and {len(other) - 3} other rule(s)" if len(other) > 3 else ""))
 
 
 def _not_applicable(r: _Run) -> Iterator[Line]:
@@ -366,7 +365,7 @@ def _not_applicable(r: _Run) -> Iterator[Line]:
 
 def _known_bugs(r: _Run) -> Iterator[Line]:
     xfail = sum(1 for c in r.now.values() if c["verdict"] == verdicts.XFAIL)
-    not_attempted = sum(1 for c in r.now.values() if c["verdict"] == verdicts.SKIP and _expected(c))
+    not_attempted = sum(1 for c in r.now.values() if skip_rules.not_attempted(c))
     if xfail or not_attempted:
         yield False, f"known bugs: {xfail} XFAIL, {not_attempted} known HANG/CRASH not attempted"
 

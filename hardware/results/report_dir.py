@@ -22,7 +22,7 @@ LOCK = ".accel-regress.lock"
 # recording and history plugins, pytest's junitxml at the default path the plugin gives it).
 OWN_FILES = ("results.json", "results.jsonl", "summary.md", "index.html", "pr-comment.md", "matrix.csv",
              "junit.xml", "expectations.json", "history.html")
-OWN_PATTERNS = (("", "matrix-*.csv"), ("heatmaps", "*.png"), ("arrays", "*.npy"))
+OWN_PATTERNS = (("", "matrix-*.csv"), ("heatmaps", "*.png"), ("arrays", "*.npy"), ("failures", "*"))
 
 
 class Busy(RuntimeError):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections import Counter
 from pathlib import Path
 from typing import Optional
 
 from accel_regress.core import verdicts
+from accel_regress.results import skip_rules
 
 _ORDER = [v for v in verdicts.ALL]
 _LABEL = {verdicts.NOT_APPLICABLE: "N/A"}
@@ -38,7 +38,8 @@ def table(summary: dict) -> list[str]:
     rows = [["family", "backend"] + [_LABEL.get(c, c) for c in cols]]
     for family, backends in summary.items():
         for backend, counts in backends.items():
-            rows.append([family, backend] + [str(counts.get(v, 0)) for v in cols])
+            label = skip_rules.NO_BACKEND if backend == "-" else backend
+            rows.append([family, label] + [str(counts.get(v, 0)) for v in cols])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = []
     for n, r in enumerate(rows):
@@ -67,24 +68,34 @@ def rerun_target(nodeid: str, rootdir: Optional[str], cwd: Optional[str]) -> str
     return Path(os.path.relpath(os.path.join(rootdir, path), cwd)).as_posix() + sep + rest
 
 
+def _spelled(session: dict):
+    """Our option ``--NAME`` as the session's project accepts it: ``--accel-NAME`` where the
+    project defines ``--NAME`` itself (plugin/spelling.py)."""
+    theirs = set(session.get("prefixed_only") or ())
+    return lambda name: "--accel-" + name[2:] if name in theirs else name
+
+
 def rerun_line(case: dict, session: dict) -> str:
     """One command that runs exactly this case again, with the options that shaped it, from the
     directory the run was started in."""
     argv = [str(a) for a in session.get("argv") or []]
     env = session.get("env") or {}
+    spell = _spelled(session)
     cmd = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
     cmd += ["python", "-m", "pytest", rerun_target(case["nodeid"], session.get("rootdir"), session.get("cwd"))]
     if case.get("backend"):
-        cmd += ["--hw", case["backend"]]
+        cmd += [spell("--hw"), case["backend"]]
     if session.get("golden_seed"):
-        cmd += ["--golden-seed", str(session["golden_seed"])]
+        cmd += [spell("--golden-seed"), str(session["golden_seed"])]
     if session.get("fault"):
-        cmd += ["--inject-fault", str(session["fault"])]
+        cmd += [spell("--inject-fault"), str(session["fault"])]
     for name in _VALUE_OPTIONS:
         value = _option(argv, name)
+        if value is None:
+            value = _option(argv, "--accel-" + name[2:])
         if value is not None:
-            cmd += [name, value]
-    cmd += [f for f in _FLAG_OPTIONS if f in argv]
+            cmd += [spell(name), value]
+    cmd += [spell(f) for f in _FLAG_OPTIONS if f in argv or "--accel-" + f[2:] in argv]
     markers = (case.get("detail") or {}).get("markers") or []
     opt_in = [m for m in _OPT_IN_MARKERS if m in markers]
     if opt_in and _option(argv, "-m") is None:
@@ -112,44 +123,71 @@ def problems(cases: list[dict], limit: int = 30, session: Optional[dict] = None)
     return lines
 
 
-def known(cases: list[dict], session: dict, limit: int = 30) -> list[str]:
-    """Each XFAIL (a known bug, expected) with its reason and the line that shows it again."""
-    xfail = [c for c in cases if c["verdict"] == verdicts.XFAIL]
-    lines = []
-    for c in xfail[:limit]:
-        first = _first(c.get("message"))
-        lines.append(f"{c['verdict']:<13} {c['nodeid']}" + (f"  -- {first}" if first else ""))
-        lines.append(f"{'':<13} rerun: {c.get('rerun') or rerun_line(c, session)}")
-    if len(xfail) > limit:
-        lines.append(f"... and {len(xfail) - limit} more XFAIL (see results.json)")
-    return lines
-
-
 def skips(cases: list[dict], limit: int = 8) -> list[str]:
-    """SKIPs that matter, by reason (not-applicable families are not among them)."""
-    reasons = Counter(_first(c.get("message")) or "no reason given" for c in cases if c["verdict"] == verdicts.SKIP)
-    if not reasons:
+    """SKIPs that matter, one line per rule (hardware/results/skip_rules.py); the known HANG / CRASH
+    not attempted and the cases a default run leaves to ``-m large`` are one line each."""
+    groups = skip_rules.grouped(cases, verdicts.SKIP)
+    if not groups:
         return []
-    out = [f"{sum(reasons.values())} SKIP:"]
-    for why, n in reasons.most_common(limit):
-        out.append(f"  {n:>5} x {why}")
-    if len(reasons) > limit:
-        out.append(f"  ... and {len(reasons) - limit} other reason(s) (see summary.md)")
+    out = [f"{sum(n for _, n, _ in groups)} SKIP, by rule:"]
+    for why, n, backends in groups[:limit]:
+        if why == skip_rules.NEEDS_LARGE:
+            out.append(f"  {n:>5} cases {why}, on {', '.join(backends)}")
+        else:
+            out.append(f"  {n:>5} x {why}")
+    if len(groups) > limit:
+        out.append(f"  ... and {len(groups) - limit} other rule(s) (see summary.md)")
     return out
 
 
 def not_applicable(cases: list[dict]) -> list[str]:
-    """One line per family x backend that can never run, however many cases that is."""
-    seen: dict[tuple, Counter] = {}
-    for c in cases:
-        if c["verdict"] == verdicts.NOT_APPLICABLE:
-            key = (c.get("family") or "?", c.get("backend") or "-")
-            seen.setdefault(key, Counter())[_first(c.get("message"))] += 1
+    """One line per rule that says a backend can never run a case, however many cases and families."""
     out = []
-    for (fam, backend), why in sorted(seen.items()):
-        more = f" (and {len(why) - 1} other reason(s): results.json)" if len(why) > 1 else ""
-        out.append(f"not applicable: {fam} on {backend} ({sum(why.values())} cases): {why.most_common(1)[0][0]}{more}")
+    for why, n, backends in skip_rules.grouped(cases, verdicts.NOT_APPLICABLE):
+        families = sorted({c.get("family") or "?" for c in cases
+                           if c["verdict"] == verdicts.NOT_APPLICABLE and skip_rules.rule(c) == why})
+        out.append(f"not applicable ({n} cases; {', '.join(families)} on {', '.join(backends)}): {why}")
     return out
+
+
+def xfails(cases: list[dict], session: dict) -> list[str]:
+    """Every known bug seen (XFAIL) with its expectation and the line that reruns it."""
+    out = []
+    for c in cases:
+        if c["verdict"] != verdicts.XFAIL:
+            continue
+        exp = skip_rules.expectation(c)
+        said = f"known {exp.get('verdict', 'bug')}: {exp.get('reason', '')}".rstrip(": ")
+        where = ", ".join(x for x in (exp.get("issue"), exp.get("file")) if x)
+        out.append(f"{'XFAIL':<13} {c['nodeid']}  -- {said}" + (f" ({where})" if where else ""))
+        out.append(f"{'':<13} rerun: {c.get('rerun') or rerun_line(c, session)}")
+    return out
+
+
+def policy_words(verdict) -> str:
+    """The release policy the verdict was reached under, in words."""
+    source = verdict.policy
+    if source.startswith("default policy (") and source.endswith(")"):
+        rule = source[len("default policy ("):-1]
+        return f"policy: {rule} (the default); the gate says the same: python -m accel_regress gate <results.json>"
+    return (f"policy: the release policy in {source}; the gate says the same: "
+            f"python -m accel_regress gate <results.json> --policy {shlex.quote(source)}")
+
+
+def fault_not_reached(data: dict) -> list[str]:
+    """A run with an injected fault whose fault changed no output of any case and raised in none:
+    it proved nothing, and says so."""
+    fault = (data.get("session") or {}).get("fault")
+    cases = data.get("cases") or []
+    runs = [r for c in cases for r in c.get("runs") or []]
+    if not fault or not runs:
+        return []
+    if any(r.get("fault_changed") for r in runs) or any((c.get("detail") or {}).get("injected_fault") for c in cases):
+        return []
+    if not any("fault_changed" in r for r in runs):
+        return []       # no run got as far as the fault (every one SKIPped or failed before it)
+    return [f"note: fault {fault} changed no output of any case: its trigger was not reached "
+            f"(none of the {len(cases)} case(s) is one it is about), so this run shows nothing about catching it", ""]
 
 
 def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
@@ -157,8 +195,9 @@ def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
     out = list(verdict.lines()) if verdict is not None else []
     out += [f"  - {r}" for r in (verdict.reasons if verdict is not None else [])]
     if verdict is not None:
-        out.append(f"  (gate under {verdict.policy}: python -m accel_regress gate)")
+        out.append(f"  {policy_words(verdict)}")
         out.append("")
+    out += fault_not_reached(data)
     out += table(data["summary"]) if data.get("summary") else ["no cases ran"]
     missing = [(n, b.get("reason")) for n, b in (data.get("backends") or {}).items()
                if b.get("selected") and not b.get("available", True)]
@@ -168,8 +207,8 @@ def section(data: dict, verdict, report_lines: list[str] = ()) -> list[str]:
     bad = problems(data["cases"], session=data.get("session") or {})
     if bad:
         out += [""] + bad
-    xfail = known(data["cases"], data.get("session") or {})
-    if xfail:
-        out += [""] + xfail
+    known = xfails(data["cases"], data.get("session") or {})
+    if known:
+        out += ["", f"{len(known) // 2} XFAIL (known bugs; the expectations files say which):"] + known
     out += list(report_lines)
     return out

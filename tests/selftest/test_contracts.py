@@ -234,3 +234,20 @@ def test_a_program_of_a_new_kind_is_checked_against_the_contract_its_backend_dec
     assert "group accel_regress.shader_programs, distribution twice-pkg 0.3" in text
     listing = _listing()
     assert listing.returncode == 2 and "BROKEN: " in listing.stdout, listing.stdout
+
+
+@pytest.mark.parametrize("args", [("--hw", "emu"), ("--hw", "emu", "-n", "2"), ()], ids=["explicit", "xdist", "collected"])
+def test_a_golden_module_without_tolerances_is_one_usage_error_before_any_case(team, pytester, args):
+    """Issue 37 item 2. Failed on e6e33d9: every case FAILed with RegistrationError (exit 1) and
+    the summary said DON'T SHIP as if the device were wrong."""
+    team({"accel_regress.families": "twice = twice_pkg.golden_twice",
+          "accel_regress.emu_models": "twice = twice_pkg.emu_twice"},
+         {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case):\n    return {}\n'})
+    res = _run(pytester, *args)
+    out = res.stdout.str() + res.stderr.str()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, out
+    lines = [line for line in out.splitlines() if "no tolerances(case, inputs, ref)" in line]
+    assert len(lines) == 1, out
+    assert "entry point twice = twice_pkg.golden_twice (group accel_regress.families" in lines[0], lines
+    assert "GoldenModule" in lines[0]           # what it should be
+    assert "PASS" not in out and "FAIL" not in out and "DON'T SHIP" not in out and "Traceback" not in out, out

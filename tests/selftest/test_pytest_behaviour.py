@@ -114,8 +114,8 @@ def test_every_option_from_the_ini_file_command_line_wins(suite):
         def test_opts(request):
             c = request.config
             from accel_regress.plugin import selection
-            print("OPTS", selection.selected(c), c.getoption("golden_seed"), c.getoption("isolation"),
-                  c.getoption("ignore_expectations"))
+            print("OPTS", selection.selected(c), c.getoption("accel_golden_seed"), c.getoption("accel_isolation"),
+                  c.getoption("accel_ignore_expectations"))
     ''')
     res = suite.runpytest("-s", "test_opts.py")
     res.stdout.fnmatch_lines(["*OPTS ?'emu'? 7 none True"])

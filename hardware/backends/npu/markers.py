@@ -10,12 +10,13 @@ import os
 
 import pytest
 
+from accel_regress.plugin import spelling
+
 
 def pytest_addoption(parser):
-    g = parser.getgroup("accel-regress")
-    g.addoption("--npu-artifacts", default=None, metavar="PATH",
+    spelling.add(parser, "npu_artifacts", default=None, metavar="PATH",
                 help="npu: manifest of prebuilt xclbins (a manifest.json or its folder); sets $ACCEL_NPU_ARTIFACTS")
-    g.addoption("--npu-mode", default=None, choices=("auto", "iron", "artifacts"),
+    spelling.add(parser, "npu_mode", default=None, choices=("auto", "iron", "artifacts"),
                 help="npu: run through IRON, from prebuilt artifacts, or whichever fits (default auto)")
 
 
@@ -24,10 +25,10 @@ def pytest_configure(config):
         "markers", "supported_devices(*kinds): NPU kinds (npu1, npu4, npu5, npu6) the test is valid on; "
                    "SKIP on other NPUs")
     # Environment, not config: a run may happen in an isolated child process.
-    artifacts = config.getoption("npu_artifacts", None)
+    artifacts = config.getoption("accel_npu_artifacts", None)
     if artifacts:
         os.environ["ACCEL_NPU_ARTIFACTS"] = os.path.abspath(artifacts)
-    mode = config.getoption("npu_mode", None)
+    mode = config.getoption("accel_npu_mode", None)
     if mode:
         os.environ["ACCEL_NPU_MODE"] = mode
 

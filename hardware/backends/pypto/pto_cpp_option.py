@@ -10,17 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from accel_regress.plugin import spelling
+
 
 def pytest_addoption(parser):
-    parser.getgroup("accel-regress").addoption(
-        "--pto-cpp", default=None, metavar="DIR|FILE",
+    spelling.add(
+        parser, "pto_cpp", default=None, metavar="DIR|FILE",
         help="ptoas-emitted C++ and .pto IR (a pypto build_output folder, .cpp or .pto files) to run the "
              "codegen lint over")
 
 
 @pytest.fixture(scope="session")
 def pto_cpp(request) -> Path:
-    value = request.config.getoption("pto_cpp")
+    value = request.config.getoption("accel_pto_cpp")
     if not value:
         pytest.skip("no ptoas C++ given: pass --pto-cpp DIR (a pypto build_output folder) to lint it")
     path = Path(value)

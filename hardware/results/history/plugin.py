@@ -52,13 +52,13 @@ _HISTORY = pytest.StashKey[SessionHistory]()
 def pytest_configure(config):
     from accel_regress.results.history.store import timeout
     try:
-        location = resolve(config.getoption("history"))
+        location = resolve(config.getoption("accel_history"))
         if location is not None:
             timeout()
     except HistoryError as exc:
         raise pytest.UsageError(str(exc)) from None
     for name in ("history_project", "history_branch", "history_revision", "history_runner"):
-        value = config.getoption(name)
+        value = config.getoption(f"accel_{name}")
         if value is not None and (not value.strip() or any(ord(c) < 32 for c in value)):
             raise pytest.UsageError(f"--{name.replace('_', '-')} {value!r}: give a non-blank name on one line")
     config.stash[_HISTORY] = SessionHistory(location)
@@ -77,11 +77,11 @@ def pytest_sessionstart(session):
         return
     from accel_regress.results.history import provenance
     root = Path(config.rootpath)
-    extra = {"revision": config.getoption("history_revision") or _first_env(REVISION_ENV) or provenance.git_revision(root),
-             "runner": config.getoption("history_runner") or _first_env(RUNNER_ENV),
-             "project": config.getoption("history_project") or provenance.project_name(root),
-             "branch": config.getoption("history_branch") or _first_env(BRANCH_ENV) or provenance.git_branch(root),
-             "policy": config.getoption("gate_policy", None)}
+    extra = {"revision": config.getoption("accel_history_revision") or _first_env(REVISION_ENV) or provenance.git_revision(root),
+             "runner": config.getoption("accel_history_runner") or _first_env(RUNNER_ENV),
+             "project": config.getoption("accel_history_project") or provenance.project_name(root),
+             "branch": config.getoption("accel_history_branch") or _first_env(BRANCH_ENV) or provenance.git_branch(root),
+             "policy": config.getoption("accel_gate_policy", None)}
     sink.session.update({k: v for k, v in extra.items() if v})
 
 

@@ -50,7 +50,7 @@ def verdict(config):
 
 
 def _report_dir(config) -> Path:
-    return Path(config.getoption("report_dir"))
+    return Path(config.getoption("accel_report_dir"))
 
 
 # Its options (--gate-policy, --gate-baseline) are declared with the core's (plugin/options.py): this
@@ -61,8 +61,8 @@ def pytest_configure(config):
     from accel_regress.results import gate, record as results
     state = config.stash[_REPORTS] = Reports()
     try:
-        policy = config.getoption("gate_policy")
-        baseline = config.getoption("gate_baseline")
+        policy = config.getoption("accel_gate_policy")
+        baseline = config.getoption("accel_gate_baseline")
         state.policy = gate.load_policy(Path(policy)) if policy else None
         state.baseline = results.load(Path(baseline)) if baseline else None
     except (gate.PolicyError, results.ResultsError) as exc:
@@ -76,7 +76,7 @@ def pytest_sessionstart(session):
     config = session.config
     if hasattr(config, "workerinput"):
         return
-    fault = config.getoption("inject_fault", None)
+    fault = config.getoption("accel_inject_fault", None)
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if fault and tr is not None:
         from accel_regress.results.gate import fault_banner

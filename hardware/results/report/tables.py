@@ -7,6 +7,7 @@ import re
 from collections import Counter, defaultdict
 
 from accel_regress.core import verdicts
+from accel_regress.results import skip_rules
 from accel_regress.results.keys import device_of, test_key
 
 PROBLEMS = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR, verdicts.XPASS,
@@ -87,8 +88,7 @@ class Model:
             if c["verdict"] == verdicts.NOT_APPLICABLE:
                 self.not_applicable.setdefault((c.get("family") or "?", c["device"]), first_line(c.get("message")))
         # SKIPs that matter (a device or toolchain missing, over budget ...), by reason, largest first.
-        skips = Counter(first_line(c.get("message")) or "no reason given" for c in self.cases
-                        if c["verdict"] == verdicts.SKIP)
+        skips = Counter(skip_rules.rule(c) for c in self.cases if c["verdict"] == verdicts.SKIP)
         self.skips = skips.most_common()
         self.problems.sort(key=lambda c: (ORDER.index(c["verdict"]) if c["verdict"] in ORDER else 99, c["nodeid"]))
 
@@ -108,7 +108,11 @@ class Model:
         return v.lines() + [f"- {r}" for r in v.reasons]
 
     def headline(self) -> str:
-        return f"{len(self.cases)} cases on {len(self.devices)} device(s): {counts_text(self.totals) or 'none'}"
+        devices = [d for d in self.devices if d != NO_BACKEND]     # the checks that run no backend
+        host = sum(1 for c in self.cases if c["device"] == NO_BACKEND)
+        checks = f" and {host} host-side check(s)" if host else ""
+        return (f"{len(self.cases) - host} cases on {len(devices)} device(s){checks}: "
+                f"{counts_text(self.totals) or 'none'}")
 
 
 def census_lines(census: dict) -> list[str]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -61,18 +62,22 @@ def cache_root() -> Path:
 
 @lru_cache(maxsize=1)
 def tool_path() -> Optional[str]:
-    """The ``iree-compile`` executable shipped inside the wheel (None when the wheel is missing)."""
+    """The environment's ``iree-compile``: the one inside the iree-base-compiler wheel (None when
+    the wheel is missing). Never another one found on PATH: every IREE backend (iree-cpu, qemu-rvv,
+    the GPU ones) and the versions a result records are then the same compiler's (issue 37 item 3)."""
     try:
         from iree.compiler.tools import binaries
         path = binaries.find_tool("iree-compile")
     except Exception:
-        return shutil.which("iree-compile")
+        return None
     return str(path) if path else None
 
 
 def availability() -> Optional[str]:
     if tool_path() is None:
-        return f"iree-compile not found (the iree-base-compiler wheel is not installed): {PIP_HINT}"
+        other = shutil.which("iree-compile")
+        also = (f"; {other} on PATH is not this environment's and is not used" if other else "")
+        return f"iree-compile not found (the iree-base-compiler wheel is not installed in this environment{also}): {PIP_HINT}"
     return None
 
 
@@ -173,14 +178,22 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
         src.write_text(mlir)
         argv = [tool or tool_path(), str(src), *(f.replace("{out}", str(tmp)) for f in flags), "-o", str(tmp / output)]
         start = time.perf_counter()
+        # What a person needs to read a failed compile once this folder is gone: the program, and
+        # the command as it runs next to it (the report folder keeps both: results/failure_files.py).
+        kept = {"program": mlir, "argv_here": " ".join(shlex.quote(a.replace(str(tmp), ".")) for a in argv),
+                "temp_dir": str(tmp)}
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise Hang(f"{Path(argv[0]).name} did not finish within {timeout_s:.0f} s ({name})", stage="compile",
-                       detail={"argv": " ".join(argv), "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:]}) from None
+                       detail={"argv": " ".join(argv), "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:],
+                               **kept}) from None
         seconds = time.perf_counter() - start
         if proc.returncode != 0 or not (tmp / output).is_file():
-            raise on_error(proc, argv, name)
+            error = on_error(proc, argv, name)
+            for key, value in kept.items():
+                error.detail.setdefault(key, value)
+            raise error
         (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
         _write_index(tmp, key, output)
         try:

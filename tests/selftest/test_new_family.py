@@ -1,0 +1,114 @@
+"""``accel-regress new-family`` (issue 37 item 3): what it writes into a team's own package passes
+on emu and iree-cpu as generated and fails under its fault; it overwrites nothing and refuses a
+name that cannot be a module.
+
+The team's package is made importable the way ``pip install -e .`` does it: its src/ on the path
+and a .dist-info holding the entry points the command wrote into pyproject.toml (importlib.metadata
+reads entry_points.txt from there, as it does for any installed distribution). Failed on
+e6e33d9: there was no such command ("unknown command 'new-family'")."""
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import accel_regress
+
+REPO = Path(accel_regress.__file__).resolve().parents[1]
+
+
+def new_family(root: Path, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "accel_regress", "new-family", *args], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+
+
+def team_project(root: Path) -> Path:
+    (root / "src" / "swiglu_ops").mkdir(parents=True)
+    (root / "src" / "swiglu_ops" / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text('[project]\nname = "swiglu-ops"\nversion = "0.1"\n# the team\'s own comment\n')
+    return root
+
+
+def install_metadata(root: Path) -> dict:
+    """What pip leaves for an editable install: the entry points in a .dist-info on the path."""
+    eps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"]
+    info = root / "site" / "swiglu_ops-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: swiglu-ops\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in names.items()) + "\n" for group, names in eps.items()))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), str(root / "site"), str(REPO)]))
+
+
+def run_pytest(root: Path, env: dict, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "tests/test_swiglu.py", "--history", "none",
+                           "-p", "no:cacheprovider", "--report-dir", "rep", *args],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_generated_family_passes_on_emu_and_iree_cpu_and_fails_under_its_fault(tmp_path):
+    root = team_project(tmp_path)
+    made = new_family(root, "swiglu")
+    assert made.returncode == 0, made.stderr
+    assert "# the team's own comment" in (root / "pyproject.toml").read_text()
+    env = install_metadata(root)
+    green = run_pytest(root, env, "--hw", "emu,iree-cpu")
+    assert green.returncode == 0, green.stdout + green.stderr
+    cases = json.loads((root / "rep" / "results.json").read_text())["cases"]
+    assert sorted((c["backend"], c["verdict"]) for c in cases) == [("emu", "PASS")] * 3 + [("iree-cpu", "PASS")] * 3
+    red = run_pytest(root, env, "--hw", "emu,iree-cpu", "--inject-fault", "swiglu-drops-bias")
+    assert red.returncode == 1, red.stdout + red.stderr
+    cases = json.loads((root / "rep" / "results.json").read_text())["cases"]
+    assert [c["verdict"] for c in cases] == ["FAIL"] * 6, [c["verdict"] for c in cases]
+
+
+def test_it_overwrites_nothing_and_refuses_a_bad_name(tmp_path):
+    root = team_project(tmp_path)
+    assert new_family(root, "swiglu").returncode == 0
+    golden = root / "src" / "swiglu_ops" / "swiglu" / "golden.py"
+    golden.write_text("# edited by the team\n")
+    again = new_family(root, "swiglu")
+    assert again.returncode == 2 and "not overwriting" in again.stderr and "Traceback" not in again.stderr
+    assert golden.read_text() == "# edited by the team\n"
+    for bad in ("Swi-GLU", "class"):
+        out = new_family(root, bad)
+        assert out.returncode == 2 and "Python identifier" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("layout", ["none", "two"])
+def test_it_asks_which_package_when_it_cannot_tell(tmp_path, layout):
+    if layout == "two":
+        for name in ("a", "b"):
+            (tmp_path / "src" / name).mkdir(parents=True)
+            (tmp_path / "src" / name / "__init__.py").write_text("")
+    out = new_family(tmp_path, "swiglu")
+    assert out.returncode == 2 and "pass --package DIR" in out.stderr, out.stderr
+
+
+def test_a_compile_error_keeps_program_command_and_output_in_the_report_folder(tmp_path):
+    """Issue 37 item 3: the program, the command lines and iree-compile's output of a COMPILE_ERROR
+    stay in the report folder and the message points there. Failed on e6e33d9: the message cited
+    .../program.mlir:N:M in a temporary folder deleted before the run ended."""
+    root = team_project(tmp_path)
+    assert new_family(root, "swiglu").returncode == 0
+    program = root / "src" / "swiglu_ops" / "swiglu" / "iree_program.py"
+    program.write_text(program.read_text().replace("arith.addf %p, %d", "arith.addf %p, %undefined"))
+    env = install_metadata(root)
+    res = run_pytest(root, env, "--hw", "iree-cpu", "-k", "N64")
+    assert res.returncode == 1, res.stdout + res.stderr
+    case = json.loads((root / "rep" / "results.json").read_text())["cases"][0]
+    assert case["verdict"] == "COMPILE_ERROR", case
+    kept = sorted((root / "rep" / "failures").iterdir())
+    assert [p.name.rsplit(".", 2)[-2:] for p in kept] == [["command", "txt"], ["output", "txt"], ["program", "mlir"]]
+    stem = kept[0].name.rsplit(".", 2)[0]
+    assert f"kept: rep/failures/{stem}.{{program.mlir,command.txt,output.txt}}" in case["message"], case["message"]
+    assert f"rep/failures/{stem}.program.mlir:9:25: error" in case["message"]     # the kept copy, line and column
+    assert "%undefined" in (root / "rep" / "failures" / f"{stem}.program.mlir").read_text()
+    command = (root / "rep" / "failures" / f"{stem}.command.txt").read_text()
+    assert "./program.mlir" in command.splitlines()[-1] and "-o ./" in command.splitlines()[-1], command
+    assert "error" in (root / "rep" / "failures" / f"{stem}.output.txt").read_text()
+    assert "program" not in case["detail"], "the program is in failures/, not in every results file"
+    assert "kept for reading" in res.stdout
