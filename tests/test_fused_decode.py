@@ -18,13 +18,15 @@ from accel_regress.families.fused_decode import golden as F
 
 pytestmark = pytest.mark.family(F.OP)
 
-SIZES = (("small", F.SMALL, (), F.CLASSES), ("small-odd", F.SMALL_ODD, (), ("normal",)),
+SIZES = (("small", F.SMALL, (), F.CLASSES), ("small-odd", F.SMALL_ODD, (), ("normal", "shifted")),
+         ("small-odd-large", F.SMALL_ODD_LARGE, (), ("normal",)),
          ("small-masked", F.SMALL_MASKED, (), ("normal",)),
          ("llama-3.2-1b", F.LLAMA_3_2_1B, (pytest.mark.large,), F.CLASSES))
 # Every input class on the small block in compare mode (F.CLASSES: what each reaches); end to end
 # and the model's sizes with the normal class, the other classes there with -m input_classes. The
 # odd block (lengths not powers of two, where 1/n is not exact in bf16) with the normal class; the
-# masked block (padding mask: partly and fully masked attention rows) with the normal class.
+# masked block (padding mask: partly and fully masked attention rows) with the normal class. The
+# odd block (head size 12) also with the shifted class and with massive activations (F.SMALL_ODD_LARGE).
 CONFIGS = [pytest.param((cfg, cls), id=f"{name}-{cfg.id}-{cls}",
                         marks=marks + ((pytest.mark.input_classes,) if cls != "normal" and marks else ()))
            for name, cfg, marks, classes in SIZES for cls in classes]
