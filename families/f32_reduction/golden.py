@@ -230,7 +230,7 @@ def _class_inputs(g, cls: str, kind: str, shape) -> dict[str, np.ndarray]:
     if kind == "row_sum":
         rows, n = shape
         if cls == "shifted":
-            return {"x": gen.shifted_rows(g, shape)}
+            return {"x": gen.shifted_rows(g, shape, near_constant=near_constant(kind))}
         if cls == "exact":
             return {"x": gen.pivot_rows(g, rows, n, gen.signs(g, rows) * 2.0 ** gen.EXACT_PIVOT_LOG2)}
         if cls == "ties":
