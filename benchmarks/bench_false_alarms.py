@@ -1,6 +1,6 @@
 """False alarms of the default run's class cases without a fault (issue 38): the selected tests
 rerun over N --golden-seed values on emu and iree-cpu; prints, per family, input class and
-backend, the runs that did not PASS. A check that fires on a correct device here is a false alarm
+backend, the runs that did not PASS (XFAIL, a known bug in expectations/, counted apart). A check that fires on a correct device here is a false alarm
 (each statistic is built to fire with probability at most 1e-8 per output).
 
     python benchmarks/bench_false_alarms.py [--seeds 50] [--hw emu,iree-cpu] [-k EXPR] [tests/test_x.py ...]
@@ -42,6 +42,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     counts = collections.Counter()
     bad = collections.Counter()
+    known = collections.Counter()
     examples = []
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="false-alarms-") as tmp:
@@ -56,21 +57,24 @@ def main(argv=None) -> int:
                 print(f"seed {s}: no results ({exc})", file=sys.stderr)
                 continue
             for c in cases:
-                if c["verdict"] == "SKIP":
+                if c["verdict"] in ("SKIP", "NOT_APPLICABLE"):
                     continue
                 key = (c["family"], _class_of(c["test"]), c["backend"])
                 counts[key] += 1
-                if c["verdict"] != "PASS":
+                if c["verdict"] == "XFAIL":        # a known bug of the backend (expectations/), not an alarm
+                    known[key] += 1
+                elif c["verdict"] != "PASS":
                     bad[key] += 1
                     examples.append(f"seed {s}: {c['test']} {c['verdict']}: {(c.get('message') or '').splitlines()[:1]}")
             print(f"# seed {s} done at {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-    print(f"| family | class | backend | tests run | not PASS |  ({args.seeds} seeds from {args.first_seed})")
-    print("|---|---|---|---|---|")
+    print(f"| family | class | backend | tests run | XFAIL (known) | false alarms |  ({args.seeds} seeds from {args.first_seed})")
+    print("|---|---|---|---|---|---|")
     for key in sorted(counts):
-        print(f"| {key[0]} | {key[1]} | {key[2]} | {counts[key]} | {bad[key]} |")
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {counts[key]} | {known[key]} | {bad[key]} |")
     for line in examples[:20]:
         print(line)
-    print(f"{sum(bad.values())} of {sum(counts.values())} tests did not PASS; {time.time() - t0:.0f} s")
+    print(f"{sum(bad.values())} false alarms in {sum(counts.values())} tests ({sum(known.values())} XFAIL: known "
+          f"bugs in expectations/); {time.time() - t0:.0f} s")
     return 0
 
 
