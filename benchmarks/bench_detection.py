@@ -14,7 +14,13 @@ without the bfp16-quantized reference, as before the statistical check existed):
   a quarter of an ulp;
 - false alarms: clean emu runs over 50 --golden-seed values that the check flags.
 
+``--curve``: the detection rate of the project's own mutants against size (issue 38): GEMM
+partial sums in bf16 (per K tile of 64, or every addition) for K 32..8192; the reductions' bf16
+and f16 accumulators, one-pass variance and a moved eps for row lengths 33..16384; the fused
+block's steps with f16 / bf16 accumulators (tests/selftest/fixtures/*_mutants.py), per block.
+
     python benchmarks/bench_detection.py [--seeds 50]
+    python benchmarks/bench_detection.py --curve --seeds 3
 """
 from __future__ import annotations
 
@@ -331,12 +337,120 @@ def _fmt_x(x) -> str:
     return "never" if math.isinf(x) else f"{x:.2g}"
 
 
+# --- detection against size (issue 38): the project's own mutants, K 32..8192, rows to 16384 -------
+
+def _fixture(name: str):
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "tests" / "selftest" / "fixtures" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _gemm_tile_bf16(a, b, tk=64):
+    """C accumulated in f32 within each K tile of ``tk``, stored as bf16 between tiles."""
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for k0 in range(0, a.shape[1], tk):
+        part = (a[:, k0:k0 + tk].astype(np.float64) @ b[k0:k0 + tk].astype(np.float64)).astype(np.float32)
+        acc = round_bf16(acc + part).astype(np.float32)
+    return acc
+
+
+def curve_gemm(sizes, seeds, classes=("normal", "shifted")):
+    """gemm_partition_n's bf16 path, M = N = 64: {(mutant, class): {K: rate}}."""
+    mutants = {"bf16 partial sums per K tile": _gemm_tile_bf16,
+               "bf16 accumulator": lambda a, b: accumulate(a, b, round_bf16).astype(np.float32)}
+    out = {}
+    for cls in classes:
+        for K in sizes:
+            cfg = gemm.GemmConfig(64, K, 64, 16, 64, 64, 4, True, False, 1, emulate_bfp16=False, inputs=cls)
+            for s in range(seeds):
+                case = gemm.make_case(cfg, s)
+                ins = gemm.make_inputs(case)
+                ref, model = gemm.expected(ins, cfg)
+                for name, fn in mutants.items():
+                    got = round_bf16(fn(ins["A"], ins["B"]))
+                    hit = not census(got, ref, tol=model, name="C").ok
+                    out.setdefault((name, cls), {}).setdefault(K, []).append(hit)
+    return out
+
+
+def curve_reductions(sizes, seeds, rows=16, classes=("normal", "shifted")):
+    """f32_reduction's row kinds, ``rows`` rows of each length: {(kind mutant, class): {n: rate}}."""
+    mut = _fixture("reduction_mutants")
+    out = {}
+    for cls in classes:
+        for n in sizes:
+            for kind in R.ROW_KINDS:
+                for s in range(seeds):
+                    case = R.make_case(kind, (rows, n), base_seed=s, inputs=cls)
+                    ins = R.make_inputs(case)
+                    ref = R.reference(case, ins)
+                    tol = R.tolerances(case, ins, ref)
+                    for name, how in mut.MUTANTS.items():
+                        if kind not in mut.APPLIES[name]:
+                            continue
+                        got = mut.compute(kind, ins, **how)
+                        hit = any(not census(got[o], ref[o], tol=tol[o], name=o).ok for o in ref)
+                        out.setdefault((f"{kind} {name}", cls), {}).setdefault(n, []).append(hit)
+    return out
+
+
+def curve_fused(seeds):
+    """fused_decode compare mode, every mutated step, per block: {(mutant, class): {block: rate}}."""
+    from accel_regress.families.fused_decode import emu as emu_fd
+    from accel_regress.families.fused_decode import golden as F
+    mut = _fixture("fused_mutants")
+    blocks = {"small": F.SMALL, "odd": F.SMALL_ODD, "odd-large": F.SMALL_ODD_LARGE, "llama-1b": F.LLAMA_3_2_1B}
+    out = {}
+    for cls in ("normal", "shifted"):
+        for label, cfg in blocks.items():
+            for s in range(seeds if label != "llama-1b" else 1):
+                case = F.make_case(cfg, s, "steps", inputs=cls)
+                ins = F.make_inputs(case)
+                clean = emu_fd.run(case, ins)
+                for name, fault in mut.MUTANTS.items():
+                    got = fault(case, dict(clean))
+                    hit = F.first_divergent(F.compare_steps(case, ins, got)) is not None
+                    out.setdefault((name, cls), {}).setdefault(label, []).append(hit)
+    return out
+
+
+def print_curve(family: str, table: dict, axis: str) -> None:
+    sizes = sorted({k for v in table.values() for k in v}, key=lambda k: (isinstance(k, str), k))
+    head = f"| {family} mutant | class | " + " | ".join(f"{axis}={k}" for k in sizes) + " |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for (name, cls), by in table.items():
+        cells = [f"{sum(by[k])}/{len(by[k])}" if k in by else "" for k in sizes]
+        print(f"| {name} | {cls} | " + " | ".join(cells) + " |")
+    print()
+
+
+def main_curve(args) -> int:
+    t0 = time.time()
+    fams = args.family or ["gemm_partition_n", "f32_reduction", "fused_decode"]
+    if "gemm_partition_n" in fams:
+        print_curve("gemm_partition_n (bf16 path, M=N=64)", curve_gemm((32, 128, 512, 2048, 8192), args.seeds), "K")
+    if "f32_reduction" in fams:
+        print_curve("f32_reduction (16 rows)", curve_reductions((33, 128, 1024, 4096, 16384), args.seeds), "n")
+    if "fused_decode" in fams:
+        print_curve("fused_decode (compare mode)", curve_fused(args.seeds), "block")
+    print(f"detection rate = mutated runs the check fails / seeds; {time.time() - t0:.0f} s")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=50, help="clean seeds for the false-alarm count")
     ap.add_argument("--family", action="append", help="only these families")
+    ap.add_argument("--curve", action="store_true",
+                    help="detection rate of the project's mutants against size (issue 38); --seeds per size")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.curve:
+        return main_curve(args)
     rows = []
     t0 = time.time()
     for fam in (Gemm(), Tiles(), Reductions(), Matmul()):

@@ -205,13 +205,26 @@ def signs(gen: np.random.Generator, shape) -> np.ndarray:
     return np.where(gen.integers(0, 2, size=shape, dtype=np.int64) > 0, 1.0, -1.0)
 
 
-def shifted_rows(gen: np.random.Generator, shape, scale=1.0) -> np.ndarray:
+def shifted_rows(gen: np.random.Generator, shape, scale=1.0, near_constant=None) -> np.ndarray:
     """Near-normal rows of spread ``scale`` around per-row means: every other row has a mean of
-    SHIFT_RATIO x the spread (random sign), the rest a mean uniform in [1, 10) x the spread."""
+    SHIFT_RATIO x the spread (random sign), the rest a mean uniform in [1, 10) x the spread.
+    ``near_constant=(level, spread)``: rows 1, 5, 9, ... become ``near_constant_rows`` instead
+    (drawn after the others, so every other row keeps its bytes)."""
     rows = shape[0]
     mean = np.where((np.arange(rows) % 2 == 0)[:, None], SHIFT_RATIO, uniform(gen, (rows, 1), 1.0, 10.0))
     mean = mean * signs(gen, (rows, 1))
-    return (near_normal(gen, shape) + mean) * scale
+    x = (near_normal(gen, shape) + mean) * scale
+    if near_constant is not None:
+        pick = np.arange(1, rows, 4)
+        x[pick] = near_constant_rows(gen, (len(pick), shape[1]), *near_constant)
+    return x
+
+
+def near_constant_rows(gen: np.random.Generator, shape, level: float, spread: float) -> np.ndarray:
+    """Rows of +-``level`` (random sign per row) plus near-normal noise of ``spread``: a row
+    variance of spread**2, chosen by the caller under its operator's eps, where a one-pass
+    variance, a clamp or a moved eps decides the result (issue 38)."""
+    return signs(gen, (shape[0], 1)) * level + near_normal(gen, shape, spread)
 
 
 def positive_mean(gen: np.random.Generator, shape, mean=1.0, scale=0.5) -> np.ndarray:

@@ -19,11 +19,17 @@ from accel_regress.golden.dtypes import FORMATS
 from accel_regress.golden.tolerance import MEAN_RESOLUTION, ErrorModel, bernstein
 
 NAMES = ("bias", "magnitude_bias", "spread")
+# The spread sums each element's z**2 clipped at SPREAD_CLIP**2 times its model variance E (or at
+# its allowance, if smaller). E[min(z**2, c**2)] <= E[z**2] <= E and var <= c**2 E, so Bernstein's
+# range term is c**2 = 64 E instead of (tol / w)**2, which grows with K or the row length as a
+# worst-case bound does: a narrow accumulator's spread stays visible at every size (issue 38).
+SPREAD_CLIP = 8.0
+
 _UNIT_WORDS = {"ulp": "the output's ulp at the expected value",
                "sigma": "the model's standard deviation (sigma) of each element's error"}
 _STAT_WORDS = {"bias": "bias (mean signed error)",
                "magnitude_bias": "magnitude bias (mean of sign(expected) * error)",
-               "spread": "spread (rms error)"}
+               "spread": f"spread (rms error, each clipped at {SPREAD_CLIP:g} model sigmas)"}
 _MEANING = {
     "bias": ("errors lean negative: rounding toward -inf (floor) instead of to nearest, or an offset subtracted",
              "errors lean positive: rounding toward +inf instead of to nearest, or an offset added"),
@@ -163,11 +169,17 @@ class Float32Sums:
         np.multiply(S, np.float32(MEAN_RESOLUTION * 2.0 ** -p), out=W)
         np.add(W, t, out=W)
         M = 2.0 ** (p - 1) * float(W.max())                    # (tol + mu) / w
+        # the spread's clip: c = min(tol / w, SPREAD_CLIP sqrt(E)), in 2**(1-p) units (S / 2 = sd)
+        np.multiply(S, np.float32(SPREAD_CLIP * math.sqrt(1.0 + MEAN_RESOLUTION ** 2) * 2.0 ** -p), out=W)
+        np.minimum(t, W, out=t)
+        np.abs(z, out=W)
+        np.minimum(W, t, out=W)                                # |z| clipped at c
+        Wc = dot32(W, W)
         np.multiply(t, S, out=W)
         BE = (1.0 + MEAN_RESOLUTION ** 2) * 2.0 ** (2 * p - 4) * dot32(W, W)
         zscale = 2.0 ** (p - 1)
         acc = np.array([d.size, zscale * sum32(z), zscale * zs, MEAN_RESOLUTION * sd1, sd2, M,
-                        zscale * zscale * dot32(z, z), (1.0 + MEAN_RESOLUTION ** 2) * sd2, BE,
+                        zscale * zscale * Wc, (1.0 + MEAN_RESOLUTION ** 2) * sd2, BE,
                         (zscale * float(t.max())) ** 2])
         return acc if np.isfinite(acc).all() else None
 
@@ -191,10 +203,14 @@ class Float32Sums:
         z = self.z[:k]
         np.divide(d, tol, out=z)
         n, root = d.size, math.sqrt(m.k)
+        e2 = 1.0 + MEAN_RESOLUTION ** 2
+        c = min(root, SPREAD_CLIP * math.sqrt(e2))            # the spread's clip, in units of sigma
+        bias, signed = root * sum32(z), root * self._signed_sum(z, e, zeros, self.w[:k])
+        np.abs(z, out=z)
+        np.minimum(z, np.float32(c / root), out=z)
         acc = np.empty(len(SUMS))
-        acc[:] = (n, root * sum32(z), root * self._signed_sum(z, e, zeros, self.w[:k]),
-                  MEAN_RESOLUTION * n, n, root + MEAN_RESOLUTION, m.k * dot32(z, z),
-                  (1.0 + MEAN_RESOLUTION ** 2) * n, (1.0 + MEAN_RESOLUTION ** 2) * n * m.k, m.k)
+        acc[:] = (n, bias, signed, MEAN_RESOLUTION * n, n, root + MEAN_RESOLUTION, m.k * dot32(z, z),
+                  e2 * n, e2 * n * c * c, c * c)
         return acc if np.isfinite(acc).all() else None
 
 
@@ -211,8 +227,8 @@ def chunk_sums(acc: np.ndarray, model: ErrorModel, g, e, tol, lib) -> None:
     sd = np.where(use, sigma / w, 0.0)
     M = np.where(use, (tol + mu) / w, 0.0)
     E = sd * sd + mu_w * mu_w
-    B = np.where(use, (tol / w) ** 2, 0.0)
-    W = z * z
+    B = np.where(use, np.minimum((tol / w) ** 2, SPREAD_CLIP ** 2 * E), 0.0)
+    W = np.minimum(z * z, B)
     if model.rows_correlated:      # a row is one term: its elements may share an error
         z, zs, mu_w, sd, M, E, B, W = (x.sum(axis=1) for x in (z, zs, mu_w, sd, M, E, B, W))
     acc[0] += use.sum()

@@ -31,8 +31,10 @@ L = ln(2/p), p = P_FALSE_ALARM:
 
 bias: Bernstein, P(|sum z - E sum z| >= t) <= 2exp(-t**2 / (2(V + Mt/3))), V = sum var z, M = max |z - Ez|;
     so |sum z| <= sum mu/w + t with t = LM/3 + sqrt((LM/3)**2 + 2LV) fails a correct device with p at most.
-spread: W = sum z**2 has E W <= sum (sigma**2 + mu**2)/w**2 and, as 0 <= z**2 <= B = (tol/w)**2, var W <= B E W;
+spread: W = sum min(z**2, B), B = min((tol/w)**2, 64 E z**2) (golden/statistics.py SPREAD_CLIP), has
+    E W <= sum (sigma**2 + mu**2)/w**2 and, as 0 <= each term <= B, var W <= B E W;
     one-sided Bernstein with L = ln(1/p): W <= E W + LB/3 + sqrt((LB/3)**2 + 2L B E W) fails with p at most.
+    The clip keeps B at the model's variance, not the worst-case allowance, which grows with K.
 
 Both are checked on the signed error (``bias``) and on sign(reference) * error (``magnitude
 bias``, what truncation and a gain error move). Where errors of a row share a term (LayerNorm's

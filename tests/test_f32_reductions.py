@@ -7,8 +7,9 @@ families/f32_reduction/golden.py. A hang is its own verdict (HANG, never a stall
 passes.
 
 Default cases: every kind at the seed's shape (baseline ``v`` build, VLEN 256), row sums whose
-length leaves a tail for every VLEN (1, 7, 33, 127, 1000), LayerNorm and softmax at a tail
-length, VLEN 128 and 512, the seed's flag variants (novec, v-vw0, v-zvl512b at VLEN 512,
+length leaves a tail for every VLEN (1, 7, 33, 127, 1000), every other row kind at a tail
+length (33), with the normal and the shifted class (near-constant rows included) and, where the
+kind has it, the specials class, VLEN 128 and 512, the seed's flag variants (novec, v-vw0, v-zvl512b at VLEN 512,
 v-reassoc) on LayerNorm and softmax, and the seed's bisection variants (novec, v-vw0) on bmm.
 ``-m large``: every kind x shape x variant x VLEN (tails for the row kinds).
 
@@ -41,18 +42,27 @@ CLASS_DEFAULT = {"shifted": ("mean_var", "softmax"), "exact": ("row_sum", "matmu
                  "subnormal": ("row_sum", "sqrt")}
 
 
+# Every row kind also meets, by default, at a tail length (33: a tail at every VLEN): the shifted
+# class (rows with a mean of 1000 spreads, and near-constant rows under the eps scale: R.near_constant)
+# and, where the kind has it, the specials class next to the tail.
+TAIL = (R.TAIL_ROWS, 33)
+TAIL_CLASS_DEFAULT = {"shifted": R.ROW_KINDS, "specials": ("row_sum", "softmax")}
+
+
 def _classed():
     default, more = [], []
     for cls, kinds in R.CLASS_KINDS.items():
         if cls == "normal":
             continue
         for k in kinds:
-            shapes = [R.SEED_SHAPES[k]] + ([(R.TAIL_ROWS, 33)] if k in ("row_sum", "softmax") else [])
+            shapes = [R.SEED_SHAPES[k]] + ([TAIL] if k in R.ROW_KINDS else [])
             for shape in shapes:
                 for variant in ("v", "v-reassoc"):
                     p = (k, shape, variant)
                     if k in CLASS_DEFAULT[cls] and shape == R.SEED_SHAPES[k] and (
                             variant == "v" or (cls, k) == ("ties", "row_sum")):
+                        default.append(_p(k, shape, variant, 256, inputs=cls))
+                    elif shape == TAIL and variant == "v" and k in TAIL_CLASS_DEFAULT.get(cls, ()):
                         default.append(_p(k, shape, variant, 256, inputs=cls))
                     else:
                         more.append(_p(*p, 256, inputs=cls, marks=[pytest.mark.input_classes]))
@@ -62,7 +72,7 @@ def _classed():
 def _default():
     out = [_p(k, R.SEED_SHAPES[k], *BASE) for k in R.KINDS]
     out += [_p("row_sum", (R.TAIL_ROWS, n), *BASE) for n in R.TAIL_LENGTHS]
-    out += [_p(k, (R.TAIL_ROWS, 33), *BASE) for k in ("layernorm", "softmax")]
+    out += [_p(k, (R.TAIL_ROWS, 33), *BASE) for k in ("mean_var", "layernorm", "rmsnorm", "softmax")]
     out += [_p(k, R.SEED_SHAPES[k], "v", vlen) for k in ("layernorm", "softmax") for vlen in (128, 512)]
     for k in ("layernorm", "softmax"):
         out += [_p(k, R.SEED_SHAPES[k], v, 256) for v in ("novec", "v-vw0", "v-reassoc")]

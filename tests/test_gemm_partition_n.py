@@ -21,16 +21,19 @@ pytestmark = pytest.mark.family(gemm.OP)
 # GEMMs stay normal-only). Classes bfp16 cannot hold run on the bf16 path.
 CLASS_DEFAULT = (gemm.CI_CONFIGS[1],)
 CLASS_MAX_MACS = 1 << 31
+# The K-tail configuration (K = 100: a partial last K tile) meets inf, NaN and -0 by default, where
+# stale or padded tile memory meets them (issue 38); its bf16 path runs the specials.
+K_TAIL_CLASS_DEFAULT = ("specials",)
 
 
 def _classed(cfg, prefix="", marks=()):
     out = [pytest.param(cfg, id=prefix + cfg.test_id, marks=marks)]
     if marks or cfg.M * cfg.K * cfg.N > CLASS_MAX_MACS or not cfg.emulate_bfp16:
         return out
-    more = () if cfg in CLASS_DEFAULT else (pytest.mark.input_classes,)
     for cls in classes.CLASSES[1:]:
+        default = cfg in CLASS_DEFAULT or (cfg in gemm.K_TAIL_CONFIGS and cls in K_TAIL_CLASS_DEFAULT)
         c = cfg.with_inputs(cls, emulate_bfp16=False if cls not in gemm.BFP16_CLASSES else None)
-        out.append(pytest.param(c, id=prefix + c.test_id, marks=more))
+        out.append(pytest.param(c, id=prefix + c.test_id, marks=() if default else (pytest.mark.input_classes,)))
     return out
 
 

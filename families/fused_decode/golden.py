@@ -118,11 +118,13 @@ class Config:
     past: int                  # tokens already in the KV cache; this step decodes token `past`
     rope_theta: float = 500000.0
     mask: str = "none"         # MASKS: "padding" adds padding_mask's attention mask
+    activations: str = "normal"  # ACTIVATIONS: "large" plants massive activations in x
 
     @property
     def id(self) -> str:
         return (f"H{self.hidden}-NH{self.n_heads}-KV{self.n_kv_heads}-D{self.head_dim}"
-                f"-I{self.intermediate}-T{self.past}" + ("" if self.mask == "none" else f"-M{self.mask}"))
+                f"-I{self.intermediate}-T{self.past}" + ("" if self.mask == "none" else f"-M{self.mask}")
+                + ("" if self.activations == "normal" else f"-A{self.activations}"))
 
 
 # Llama 3.2 1B (hidden 2048, 32 heads, 8 kv heads, head dim 64, MLP 8192, rope theta 500000) and a
@@ -134,6 +136,15 @@ SMALL = Config(64, 4, 2, 16, 128, past=15)
 SMALL_ODD = Config(48, 4, 2, 12, 96, past=15)
 # The small block with a padding mask: full, partly masked and fully masked score rows.
 SMALL_MASKED = replace(SMALL, mask="padding")
+# Massive activations (Sun et al., "Massive Activations in Large Language Models", 2024: a few
+# hidden-state channels 10**3-10**4 x the median): LARGE_CHANNELS channels of x at +-LARGE_VALUE.
+# Their squares (2**20) overflow an f16 sum of squares and dominate RMSNorm's mean, so a narrow
+# accumulator or a bf16 1/n shows where near-normal x never comes near the range (issue 38).
+ACTIVATIONS = ("normal", "large")
+LARGE_CHANNELS = 2
+LARGE_VALUE = 1024.0
+# The odd block (head size 12, not a power of two) with massive activations.
+SMALL_ODD_LARGE = replace(SMALL_ODD, activations="large")
 
 # The attention-sink score planted in head 0 (see make_inputs): above 88.72, where exp overflows
 # f32 and bf16 alike, so a softmax that skips the max subtraction returns inf / inf.
@@ -162,6 +173,10 @@ def make_case(cfg: Config, base_seed: int = 0, program: str = "steps", inputs: s
               "dtype": "bf16", "program": program, "inputs": inputs}
     if cfg.mask != "none":
         params["mask"] = cfg.mask
+    if cfg.activations not in ACTIVATIONS:
+        raise ValueError(f"fused_decode activations are {', '.join(ACTIVATIONS)}, not {cfg.activations!r}")
+    if cfg.activations != "normal":
+        params["activations"] = cfg.activations
     block = gen.seed_id(cfg.id, inputs)
     return Case(OP, f"{block}-{program}", params, case_seed(OP, block, base_seed))
 
@@ -260,6 +275,10 @@ def make_inputs(case: Case, token: int = 0) -> dict[str, np.ndarray]:
         ins["x"] = gen.shifted_rows(g, (1, H))
     elif cls == "subnormal":
         ins["x"] = ins["x"] * SUBNORMAL_SCALE
+    if p.get("activations", "normal") == "large":
+        where = g.choice(H, size=LARGE_CHANNELS, replace=False)
+        ins["x"] = ins["x"].copy()
+        ins["x"][0, where] = gen.signs(g, LARGE_CHANNELS) * LARGE_VALUE
     out = {k: to_bf16(v) for k, v in ins.items()}
     if cls != "subnormal":      # head 0's query is ~2**-122 there: the sink's key would overflow bf16
         _plant_attention_sink(case, out)

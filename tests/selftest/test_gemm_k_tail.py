@@ -55,6 +55,7 @@ def test_k_tail_fault_fails_only_the_k_tail_cases(pytester):
     failed = {m.group(1) for m in map(re.compile(r"^FAILED (\S+)").match, result.outlines) if m}
     outcomes = result.parseoutcomes()
     assert failed and all("-K100-" in f for f in failed), sorted(failed)
-    tail_value_checks = 2 * (1 + 4 + 4)       # 2 configs x (forward values, 4 partitions, 4 standalone)
+    # 3 K-tail cases (bfp16 and bf16 normal, bf16 specials) x (forward values, 4 partitions, 4 standalone)
+    tail_value_checks = 3 * (1 + 4 + 4)
     assert len(failed) == tail_value_checks == outcomes["failed"], (sorted(failed), outcomes)
     assert outcomes["passed"] > 60            # every other default GEMM case ran and passed
