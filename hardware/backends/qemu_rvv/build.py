@@ -192,6 +192,12 @@ def clang_version() -> str:
     return tool_version(CLANG)
 
 
+def link_cache() -> Path:
+    """Harness objects and linked executables: ``qemu-rvv`` beside the IREE cache, so under the one
+    cache root (hardware/util/derived_cache.py) unless ``$ACCEL_IREE_CACHE`` moves both."""
+    return compiler.cache_root().parent / "qemu-rvv"
+
+
 def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
     """harness.c compiled once per (sources, flags, clang) and kept in the cache: only the
     per-case tables are compiled for each case."""
@@ -202,7 +208,7 @@ def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
     h.update(clang_version().encode())
     for f in sorted(HARNESS_DIR.iterdir()):
         h.update(f.name.encode() + f.read_bytes())
-    out = compiler.cache_root().parent / "qemu-rvv" / f"harness-{h.hexdigest()[:24]}.o"
+    out = link_cache() / f"harness-{h.hexdigest()[:24]}.o"
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -302,7 +308,7 @@ def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *
     program = program or program_for(case)
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}/{program.entry}")
     key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target)
-    root = root or compiler.cache_root().parent / "qemu-rvv"
+    root = root or link_cache()
     out = root / key[:32]
     exe = out / ("harness.elf" if target == "baremetal" else "harness")
     if not exe.is_file():
