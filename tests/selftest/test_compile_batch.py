@@ -107,3 +107,26 @@ def test_iree_cpu_compiles_a_plan_in_one_start(starts):
     out = IreeCpuBackend().run(case, F.make_inputs(case))
     assert len(plan_for(case)) > 1 and len(starts) == 1
     assert set(out) >= {p.outputs[0] for p in plan_for(case)}
+
+
+def test_qemu_rvv_compiles_a_plan_in_one_start_with_the_same_results(starts, tmp_path, monkeypatch):
+    """The plan's riscv static libraries as one: every step's harness links the one library and
+    calls its own dispatches; the outputs are those of one compile per step, bit for bit."""
+    from accel_regress.backends.qemu_rvv import QemuRvvBackend, build
+    from accel_regress.families.fused_decode import golden as F
+    from accel_regress.toolchains.iree.program import plan_for
+    backend = QemuRvvBackend()
+    if backend.availability():
+        pytest.skip(backend.availability())
+    case = F.make_case(F.SMALL, 0, "steps")
+    inputs = F.make_inputs(case)
+    batched = backend.run(case, inputs)
+    assert len(starts) == 1, f"{len(starts)} iree-compile starts for a plan of {len(plan_for(case))} programs"
+    scanned = len(backend.last_report["codegen_scan"])
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "one-by-one"))
+    monkeypatch.setattr(build, "compile_plan", lambda *a, **k: None)
+    separate = backend.run(case, inputs)
+    assert len(starts) == 1 + len(plan_for(case))
+    assert sorted(batched) == sorted(separate)
+    assert all(batched[n].tobytes() == separate[n].tobytes() for n in separate)
+    assert 0 < scanned <= len(backend.last_report["codegen_scan"])

@@ -72,6 +72,7 @@ class QemuRvvBackend(Backend):
 
     def __init__(self):
         self.last_report: dict = {}
+        self._scanned: set = set()
 
     def availability(self) -> Optional[str]:
         reason = compiler.availability()
@@ -110,7 +111,11 @@ class QemuRvvBackend(Backend):
         if reason:
             raise Unsupported(reason)
         self.last_report = {"variant": variant, "vlen": vlen, "codegen_scan": [], "cycles": 0, "dispatches": []}
-        return run_plan(plan_for(case), inputs,
+        self._scanned: set = set()      # a plan's steps share one batch's dump: scanned once
+        plan = plan_for(case)
+        if len(plan) > 1:
+            build.compile_plan(plan, variant, name=f"{case.op}/{case.id}")
+        return run_plan(plan, inputs,
                         lambda program, args: self._run_program(case, program, args, variant, vlen, timeout_s))
 
     def _run_program(self, case: Case, program, inputs: Mapping[str, np.ndarray], variant: str, vlen: int,
@@ -118,7 +123,9 @@ class QemuRvvBackend(Backend):
         exe, compiled = build.cached_harness(case, variant, inputs, uart_outputs=True, rdcycle=True, program=program)
         report = self.last_report
         report["harness"] = str(exe)
-        report["codegen_scan"] += scan.scan_dir(compiled.dir / "dump")
+        if compiled.dir not in self._scanned:
+            self._scanned.add(compiled.dir)
+            report["codegen_scan"] += scan.scan_dir(compiled.dir / "dump")
         argv = [QEMU, "-cpu", qemu_cpu(variant, vlen), str(exe)]
         # Below the isolation layer's bound for the whole run, so that a hang ends here, with the
         # open [dn] named, rather than as a killed worker.

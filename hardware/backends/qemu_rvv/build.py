@@ -85,9 +85,26 @@ def toolchain_missing(target: str = "linux") -> Optional[str]:
     return None
 
 
+def _riscv_flags(program: Program, variant: str) -> tuple[str, ...]:
+    return riscv.compile_flags(variant) + tuple(getattr(program, "compile_flags", ())) + STATIC_FLAGS
+
+
 def compile_riscv(program: Program, variant: str, name: str = "program") -> compiler.Compiled:
-    flags = riscv.compile_flags(variant) + tuple(getattr(program, "compile_flags", ())) + STATIC_FLAGS
-    return compiler.compile_cached(program.mlir, flags, name=name, output="host.mlir")
+    return compiler.compile_cached(program.mlir, _riscv_flags(program, variant), name=name, output="host.mlir")
+
+
+def compile_plan(plan, variant: str, name: str = "plan") -> None:
+    """The programs of one plan (fused_decode's steps) in one iree-compile per set of flags: one
+    static library holding every step's dispatches, each step's harness calling its own. A batch
+    that fails leaves each program to its own compile, which names the one at fault."""
+    groups: dict[tuple, list[str]] = {}
+    for program in plan:
+        groups.setdefault(_riscv_flags(program, variant), []).append(program.mlir)
+    for flags, texts in groups.items():
+        try:
+            compiler.compile_batch(texts, flags, name=name, output="host.mlir", shared_files=True)
+        except CompileError:
+            pass
 
 
 def library_queries(header: Path) -> list[str]:
@@ -286,7 +303,7 @@ def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, 
         raise CompileError(f"inputs lack {', '.join(missing)}", stage="build")
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}")
     try:
-        schedule = sched_mod.parse_file(compiled.output, program.entry)
+        schedule = sched_mod.parse_file(compiled.output, compiled.symbol(program.entry))
     except sched_mod.ScheduleError as exc:
         raise CompileError(f"the harness cannot run this program: {exc}", stage="build",
                            detail={"host_program": str(compiled.output)}) from None

@@ -250,14 +250,15 @@ def merge_programs(texts: Sequence[str]) -> Optional[tuple[str, list[tuple[dict,
 
 
 def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: float = 600.0,
-                  name: str = "batch", output: str = VMFB) -> Optional[Compiled]:
+                  name: str = "batch", output: str = VMFB, shared_files: bool = False) -> Optional[Compiled]:
     """Compile the programs not yet cached in one ``iree-compile`` run and link each to the batch's
     entry, so that ``compile_cached`` of any of them is a hit; returns the batch's entry (None when
     fewer than two needed compiling). A flag naming a file of the output folder (``{out}``: a
-    static library, dumped executables) keeps per-program files: such programs are not batched.
-    A failing batch raises as ``compile_cached`` does; the caller may then compile one by one to
-    name the program at fault."""
-    if any("{out}" in f for f in flags) or availability():
+    static library, dumped executables) makes those files hold every program's dispatches: such
+    programs are batched only when the caller says that is what it wants (``shared_files``: the
+    steps of one plan, which run together). A failing batch raises as ``compile_cached`` does; the
+    caller may then compile one by one to name the program at fault."""
+    if (any("{out}" in f for f in flags) and not shared_files) or availability():
         return None
     root = cache_root()
     todo = list(dict.fromkeys(t for t in texts if not (root / _key(t, flags, output, None)).is_dir()
