@@ -1,4 +1,5 @@
-"""``accel-regress cache info``: every cache of the suite, where it is, what it holds and its size.
+"""``accel-regress cache info``: every cache of the suite, where it is, what it holds and its size;
+``accel-regress cache key``: a CI cache key from the toolchain versions the caches depend on.
 
 All of them live under one root (``$ACCEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/accel-regress``,
 else ``~/.cache/accel-regress``: hardware/util/derived_cache.py), so a CI job keeps them between
@@ -138,15 +139,46 @@ def print_info(doc: dict) -> None:
           "$ACCEL_GOLDEN_CACHE_KEY_FILE to have restored golden entries verified, not recomputed)")
 
 
+def toolchains() -> dict[str, str]:
+    """The versions that decide what the caches hold: a CI cache saved under another set of them is
+    dead weight (every entry's own key would miss), so the CI key holds them."""
+    import platform
+    from importlib import metadata
+    from accel_regress.toolchains.iree import compiler
+    from accel_regress.backends.qemu_rvv import build
+    from accel_regress.backends.qemu_rvv import QEMU
+    out = {"iree-compile": compiler.compiler_version(), "clang": build.clang_version(), "qemu": build.tool_version(QEMU),
+           "python": platform.python_version()}
+    for dist in ("numpy", "ml_dtypes", "torch", "iree-base-runtime"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "missing"
+    return out
+
+
+def cache_key() -> str:
+    import hashlib
+    return hashlib.sha256(json.dumps(toolchains(), sort_keys=True).encode()).hexdigest()[:16]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="accel-regress cache", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("info", help="where every cache is, what it holds and its size")
     show.add_argument("--json", action="store_true", help="print the same as JSON")
+    key = sub.add_parser("key", help="a CI cache key: a digest of the toolchain versions the caches depend on")
+    key.add_argument("--verbose", action="store_true", help="print the versions it digests too (on stderr)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    if args.command == "key":
+        if args.verbose:
+            for name, version in toolchains().items():
+                print(f"{name}: {version}", file=sys.stderr)
+        print(cache_key())
+        return 0
     doc = info()
     if args.json:
         json.dump(doc, sys.stdout, indent=1)

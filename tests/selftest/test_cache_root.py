@@ -104,3 +104,15 @@ def test_a_restored_root_is_verified_not_recomputed(root, tmp_path, monkeypatch)
     store.configure(key_file=tmp_path / "another.key")
     store.cached("expected", case, _slow(value, calls))
     assert calls == [1, 1], "an entry signed with another key was served"
+
+
+def test_the_ci_key_follows_the_toolchain_versions(monkeypatch, capsys):
+    from accel_regress import cache_cli
+    versions = {"iree-compile": "3.13.0", "clang": "16.0.6", "qemu": "7.2", "python": "3.11", "numpy": "2.4"}
+    monkeypatch.setattr(cache_cli, "toolchains", lambda: dict(versions))
+    assert cache_cli.main(["key"]) == 0
+    first = capsys.readouterr().out.strip()
+    assert len(first) == 16 and cache_cli.main(["key"]) == 0 and capsys.readouterr().out.strip() == first
+    versions["iree-compile"] = "3.14.0"
+    cache_cli.main(["key"])
+    assert capsys.readouterr().out.strip() != first
