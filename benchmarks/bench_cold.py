@@ -54,7 +54,10 @@ def counts(root: Path) -> dict:
 
 def run(tmp: Path, name: str, args: list[str], root: Path, key: Path) -> tuple[dict, str]:
     env = {k: v for k, v in os.environ.items() if k not in CACHE_VARS}
-    env.update(ACCEL_CACHE_DIR=str(root), ACCEL_GOLDEN_CACHE_KEY_FILE=str(key), PYTHONPATH=str(ROOT))
+    # The root is also where $XDG_CACHE_HOME puts it, so a checkout from before $ACCEL_CACHE_DIR (run
+    # with its own venv: ``--python``) measures against the same folders.
+    env.update(ACCEL_CACHE_DIR=str(root), XDG_CACHE_HOME=str(root.parent), ACCEL_GOLDEN_CACHE_KEY_FILE=str(key),
+               PYTHONPATH=str(ROOT))
     load = bench_harness._load()
     before = counts(root) if root.is_dir() else {"iree-compile": 0, "batch links": 0, "harness links": 0}
     d = bench_default_run.run_child(tmp, name, args, env)
@@ -72,7 +75,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as t:
         tmp = Path(t)
         key = tmp / "secret" / "golden-store.key"
-        root, restored = tmp / "cloneA" / "cache", tmp / "runnerB" / "cache"
+        root, restored = tmp / "cloneA" / "accel-regress", tmp / "runnerB" / "accel-regress"
         cold, l1 = run(tmp, "cold", args, root, key)
         warm, l2 = run(tmp, "warm", args, root, key)
         plain = bench_harness.PlainPytest(tmp, {k: v for k, v in os.environ.items() if k not in CACHE_VARS})
