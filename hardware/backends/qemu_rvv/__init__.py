@@ -18,7 +18,9 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 from typing import Mapping, Optional
 
 import numpy as np
@@ -120,13 +122,21 @@ class QemuRvvBackend(Backend):
 
     def _run_program(self, case: Case, program, inputs: Mapping[str, np.ndarray], variant: str, vlen: int,
                      timeout_s: Optional[float]) -> dict[str, np.ndarray]:
-        exe, compiled = build.cached_harness(case, variant, inputs, uart_outputs=True, rdcycle=True, program=program)
+        exe, compiled = build.cached_harness(case, variant, inputs, uart_outputs=True, rdcycle=True, program=program,
+                                             inputs_from_file=True)
         report = self.last_report
         report["harness"] = str(exe)
         if compiled.dir not in self._scanned:
             self._scanned.add(compiled.dir)
             report["codegen_scan"] += scan.scan_dir(compiled.dir / "dump")
-        argv = [QEMU, "-cpu", qemu_cpu(variant, vlen), str(exe)]
+        with tempfile.TemporaryDirectory(prefix="qemu-rvv-") as tmp:
+            data = build.write_inputs(exe, inputs, Path(tmp) / "inputs.bin")
+            return self._run_exe(case, program, exe, data, variant, vlen, timeout_s)
+
+    def _run_exe(self, case: Case, program, exe, data, variant: str, vlen: int,
+                 timeout_s: Optional[float]) -> dict[str, np.ndarray]:
+        report = self.last_report
+        argv = [QEMU, "-cpu", qemu_cpu(variant, vlen), str(exe), str(data)]
         # Below the isolation layer's bound for the whole run, so that a hang ends here, with the
         # open [dn] named, rather than as a killed worker.
         bound = timeout_s or max(5.0, self.default_timeout_s - 15.0)
