@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
@@ -133,11 +133,11 @@ class Compiled:
     argv: tuple[str, ...]   # the command as it ran (paths inside the temporary folder)
     output_name: str = VMFB
     note: str = ""          # set when a bad cache entry was discarded and rebuilt
-    symbols: Mapping[str, str] = field(default_factory=dict)   # a batched program's renamed functions
+    symbols: tuple[tuple[str, str], ...] = ()   # a batched program's renamed functions (hashable, as the rest)
 
     def symbol(self, name: str) -> str:
         """What the program's function ``name`` is called in this entry's module."""
-        return self.symbols.get(name, name)
+        return dict(self.symbols).get(name, name)
 
     @property
     def output(self) -> Path:
@@ -301,7 +301,7 @@ def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]
             return None
     except (OSError, ValueError, KeyError, AttributeError, TypeError):
         return None
-    return Compiled(folder, True, 0.0, (), output, symbols=dict(symbols))
+    return Compiled(folder, True, 0.0, (), output, symbols=tuple(sorted(symbols.items())))
 
 
 INDEX = "index.json"
