@@ -43,8 +43,11 @@ next walk: the bound can be passed by what other processes wrote meanwhile, neve
 within a process they are still memoized, so each configuration is computed once per session
 whatever order pytest runs the items in.
 
-Root: ``$ACCEL_GOLDEN_CACHE``, else ``$XDG_CACHE_HOME/accel-regress/golden``, else
-``~/.cache/accel-regress/golden``. ``configure(enabled=False)`` (pytest ``--no-golden-cache``)
+Root: ``$ACCEL_GOLDEN_CACHE``, else ``golden`` under the suite's one cache root (``$ACCEL_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/accel-regress``, else ``~/.cache/accel-regress``: hardware/util/derived_cache.py).
+A root restored from another machine or clone is served, each entry verified against its
+signature on load, when the signing key is the one it was written with (a CI secret given as
+``$ACCEL_GOLDEN_CACHE_KEY_FILE``); otherwise its entries are foreign and recomputed. ``configure(enabled=False)`` (pytest ``--no-golden-cache``)
 bypasses the disk store.
 """
 from __future__ import annotations
@@ -160,8 +163,8 @@ def default_root() -> Path:
     env = os.environ.get("ACCEL_GOLDEN_CACHE")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "accel-regress" / "golden"
+    from accel_regress.util.derived_cache import user_cache
+    return user_cache("golden")
 
 
 def signing_key_path() -> Path:

@@ -1,7 +1,6 @@
 """A small on-disk cache of files derived from content (a heatmap PNG, the RVV scan of a compile's
 assembly), keyed by a digest of everything the file depends on, so it is never stale: a changed
-input is a new key. In ``$<ENV>``, else ``$XDG_CACHE_HOME/accel-regress/<name>``, else
-``~/.cache/accel-regress/<name>``; the ``max_files`` most recently used files are kept. Best
+input is a new key. In ``$<ENV>``, else ``<cache root>/<name>`` (``cache_root()``); the ``max_files`` most recently used files are kept. Best
 effort: a cache that cannot be read or written costs the next run the work, never an error."""
 from __future__ import annotations
 
@@ -12,9 +11,22 @@ from typing import Optional
 from accel_regress.util.atomic import copy_atomic, write_atomic_bytes
 
 
+CACHE_ROOT_ENV = "ACCEL_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """The one folder every cache of the suite lives under (hardware/cache_cli.py lists them):
+    ``$ACCEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/accel-regress``, else ``~/.cache/accel-regress``.
+    A CI job keeps it between jobs by restoring this one folder."""
+    env = os.environ.get(CACHE_ROOT_ENV)
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-regress"
+
+
 def user_cache(name: str) -> Path:
-    """``$XDG_CACHE_HOME/accel-regress/<name>``, else ``~/.cache/accel-regress/<name>``."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accel-regress" / name
+    """``<cache root>/<name>``."""
+    return cache_root() / name
 
 
 class DerivedCache:

@@ -197,6 +197,7 @@ def test_parallel_processes_compute_a_golden_once(where, tmp_path):
 
 def test_default_root_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("ACCEL_GOLDEN_CACHE", raising=False)
+    monkeypatch.delenv("ACCEL_CACHE_DIR", raising=False)     # the one root, when a CI job sets it
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert store.default_root() == tmp_path / "accel-regress" / "golden"
     monkeypatch.setenv("ACCEL_GOLDEN_CACHE", str(tmp_path / "elsewhere"))

@@ -16,7 +16,7 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core.backend import Backend
-from accel_regress.core.errors import Crash, NotApplicable
+from accel_regress.core.errors import CompileError, Crash, NotApplicable
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import (
     IREE_PROGRAMS,
@@ -98,16 +98,32 @@ class IreeCpuBackend(Backend):
 
     def compile(self, case: Case, program: Optional[Program] = None) -> compiler.Compiled:
         program = program or program_for(case)
-        flags = HOST_FLAGS + tuple(getattr(program, "compile_flags", ()))
-        return compiler.compile_cached(program.mlir, flags, name=f"{case.op}/{case.id}/{program.entry}")
+        return compiler.compile_cached(program.mlir, self._flags(program), name=f"{case.op}/{case.id}/{program.entry}")
+
+    def _flags(self, program: Program) -> tuple[str, ...]:
+        return HOST_FLAGS + tuple(getattr(program, "compile_flags", ()))
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return run_plan(plan_for(case), inputs, lambda program, args: self._run_program(case, program, args))
+        plan = plan_for(case)
+        self._compile_together(case, plan)
+        return run_plan(plan, inputs, lambda program, args: self._run_program(case, program, args))
+
+    def _compile_together(self, case: Case, plan: tuple[Program, ...]) -> None:
+        """A plan's programs (fused_decode's steps) in one iree-compile per set of flags; a batch
+        that fails leaves each program to its own compile, which names the one at fault."""
+        groups: dict[tuple, list[str]] = {}
+        for program in plan:
+            groups.setdefault(self._flags(program), []).append(program.mlir)
+        for flags, texts in groups.items():
+            try:
+                compiler.compile_batch(texts, flags, name=f"{case.op}/{case.id}")
+            except CompileError:
+                pass
 
     def _run_program(self, case: Case, program: Program, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         compiled = self.compile(case, program)
         ctx = _load(str(compiled.vmfb))
-        fn = ctx.modules.module[program.entry]
+        fn = ctx.modules.module[compiled.symbol(program.entry)]
         args = [np.ascontiguousarray(inputs[n]) for n in program.inputs]
         try:
             results = fn(*args)

@@ -33,6 +33,7 @@ Contract:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -45,6 +46,7 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core.errors import CompileError
+from accel_regress.util.atomic import write_atomic
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import Program, program_for
 from accel_regress.backends.qemu_rvv import schedule as sched_mod
@@ -85,9 +87,26 @@ def toolchain_missing(target: str = "linux") -> Optional[str]:
     return None
 
 
+def _riscv_flags(program: Program, variant: str) -> tuple[str, ...]:
+    return riscv.compile_flags(variant) + tuple(getattr(program, "compile_flags", ())) + STATIC_FLAGS
+
+
 def compile_riscv(program: Program, variant: str, name: str = "program") -> compiler.Compiled:
-    flags = riscv.compile_flags(variant) + tuple(getattr(program, "compile_flags", ())) + STATIC_FLAGS
-    return compiler.compile_cached(program.mlir, flags, name=name, output="host.mlir")
+    return compiler.compile_cached(program.mlir, _riscv_flags(program, variant), name=name, output="host.mlir")
+
+
+def compile_plan(plan, variant: str, name: str = "plan") -> None:
+    """The programs of one plan (fused_decode's steps) in one iree-compile per set of flags: one
+    static library holding every step's dispatches, each step's harness calling its own. A batch
+    that fails leaves each program to its own compile, which names the one at fault."""
+    groups: dict[tuple, list[str]] = {}
+    for program in plan:
+        groups.setdefault(_riscv_flags(program, variant), []).append(program.mlir)
+    for flags, texts in groups.items():
+        try:
+            compiler.compile_batch(texts, flags, name=name, output="host.mlir", shared_files=True)
+        except CompileError:
+            pass
 
 
 def library_queries(header: Path) -> list[str]:
@@ -104,8 +123,10 @@ def _c_str(s: str) -> str:
 
 
 def generate(program: Program, compiled: compiler.Compiled, schedule: sched_mod.Schedule,
-             inputs: Mapping[str, np.ndarray], work: Path, iterations: int) -> list[Path]:
-    """Write case_data.c and inputs.S into ``work``; return the sources to compile."""
+             inputs: Mapping[str, np.ndarray], work: Path, iterations: int,
+             inputs_from_file: bool = False) -> list[Path]:
+    """Write case_data.c and inputs.S into ``work``; return the sources to compile. With
+    ``inputs_from_file`` the tables hold the inputs' sizes, not their bytes (``write_inputs``)."""
     queries = library_queries(compiled.dir / "lib.h")
     if not queries:
         raise CompileError("the static library header declares no *_library_query function", stage="build")
@@ -126,12 +147,15 @@ def generate(program: Program, compiled: compiler.Compiled, schedule: sched_mod.
             arr = np.ascontiguousarray(inputs[name])
             if arr.dtype.byteorder == ">":
                 arr = arr.astype(arr.dtype.newbyteorder("<"))
+            size = max(b.size, arr.nbytes)
+            if inputs_from_file:
+                buf_lines.append(f"  {{{size}u, 0, {arr.nbytes}u}},")
+                continue
             data = work / f"input_{b.arg}.bin"
             data.write_bytes(arr.tobytes())
             asm += [".balign 64", f".globl accel_input_{b.arg}", f"accel_input_{b.arg}:",
                     f'.incbin "{data}"']
             c.append(f"extern const uint8_t accel_input_{b.arg}[];")
-            size = max(b.size, arr.nbytes)
             buf_lines.append(f"  {{{size}u, accel_input_{b.arg}, {arr.nbytes}u}},")
         else:
             buf_lines.append(f"  {{{b.size}u, 0, 0}},")
@@ -159,13 +183,15 @@ def generate(program: Program, compiled: compiler.Compiled, schedule: sched_mod.
     return [HARNESS_DIR / "harness.c", work / "case_data.c", work / "inputs.S"]
 
 
-def _clang_base(uart_outputs: bool, rdcycle: bool) -> list[str]:
+def _clang_base(uart_outputs: bool, rdcycle: bool, inputs_from_file: bool = False) -> list[str]:
     argv = [CLANG, "--target=riscv64-linux-gnu", "-march=rv64gc", "-mabi=lp64d", "-O2", f"-I{HARNESS_DIR}",
             "-Wall", "-Werror=implicit-function-declaration"]
     if uart_outputs:
         argv.append("-DACCEL_UART_OUTPUTS")
     if rdcycle:
         argv.append("-DACCEL_RDCYCLE")
+    if inputs_from_file:
+        argv.append("-DACCEL_INPUTS_FROM_FILE")
     return argv
 
 
@@ -192,17 +218,23 @@ def clang_version() -> str:
     return tool_version(CLANG)
 
 
-def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
+def link_cache() -> Path:
+    """Harness objects and linked executables: ``qemu-rvv`` beside the IREE cache, so under the one
+    cache root (hardware/util/derived_cache.py) unless ``$ACCEL_IREE_CACHE`` moves both."""
+    return compiler.cache_root().parent / "qemu-rvv"
+
+
+def harness_object(uart_outputs: bool, rdcycle: bool, inputs_from_file: bool = False) -> Path:
     """harness.c compiled once per (sources, flags, clang) and kept in the cache: only the
     per-case tables are compiled for each case."""
-    base = _clang_base(uart_outputs, rdcycle)
+    base = _clang_base(uart_outputs, rdcycle, inputs_from_file)
     # The key holds the sources' bytes, never their folder: the -I path names the checkout, and
     # every checkout of the same sources shares one object.
     h = hashlib.sha256("\0".join(a for a in base if not a.startswith("-I")).encode())
     h.update(clang_version().encode())
     for f in sorted(HARNESS_DIR.iterdir()):
         h.update(f.name.encode() + f.read_bytes())
-    out = compiler.cache_root().parent / "qemu-rvv" / f"harness-{h.hexdigest()[:24]}.o"
+    out = link_cache() / f"harness-{h.hexdigest()[:24]}.o"
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -212,7 +244,7 @@ def harness_object(uart_outputs: bool, rdcycle: bool) -> Path:
 
 
 def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: bool, rdcycle: bool,
-         target: str = "linux") -> None:
+         target: str = "linux", inputs_from_file: bool = False) -> None:
     """Compile ``sources`` (harness.c comes from the object cache) and link them statically."""
     _check_target(target)
     if target == "baremetal":
@@ -224,24 +256,28 @@ def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: b
     srcs = []
     for src in sources:
         if src == HARNESS_DIR / "harness.c":
-            objs.insert(0, harness_object(uart_outputs, rdcycle))
+            objs.insert(0, harness_object(uart_outputs, rdcycle, inputs_from_file))
         else:
             srcs.append(src)
     tmp = out.with_name(out.name + ".tmp")
-    argv = [*_clang_base(uart_outputs, rdcycle), "-static", "-fuse-ld=lld", *map(str, srcs), *map(str, objs),
+    argv = [*_clang_base(uart_outputs, rdcycle, inputs_from_file), "-static", "-fuse-ld=lld", *map(str, srcs), *map(str, objs),
             "-lm", "-o", str(tmp)]
     _run_clang(argv, "the harness")
     os.replace(tmp, out)
 
 
 def build_key(compiled: compiler.Compiled, inputs: Mapping[str, np.ndarray], uart_outputs: bool,
-              iterations: int, rdcycle: bool, target: str = "linux") -> str:
+              iterations: int, rdcycle: bool, target: str = "linux", inputs_from_file: bool = False,
+              entry: str = "") -> str:
     h = hashlib.sha256()
     h.update(compiled.dir.name.encode())
     for name in sorted(inputs):
         a = np.ascontiguousarray(inputs[name])
         h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
-        h.update(a.tobytes())
+        if not inputs_from_file:
+            h.update(a.tobytes())
+    if inputs_from_file:        # one executable per program: a batch's entry holds several
+        h.update(f"|from-file|{entry}".encode())
     for f in sorted(HARNESS_DIR.iterdir()):
         h.update(f.read_bytes())
     h.update(f"{uart_outputs}|{iterations}|{rdcycle}|{CLANG}".encode())
@@ -263,9 +299,13 @@ def inputs_for(case: Case) -> dict[str, np.ndarray]:
 
 def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, *,
                   inputs: Optional[Mapping[str, np.ndarray]] = None, iterations: int = 1, rdcycle: bool = False,
-                  program: Optional[Program] = None, target: str = "linux") -> Path:
+                  program: Optional[Program] = None, target: str = "linux", inputs_from_file: bool = False) -> Path:
     """See the module docstring. Returns ``<out_dir>/harness`` (``<out_dir>/harness.elf`` for
-    ``target="baremetal"``)."""
+    ``target="baremetal"``). ``inputs_from_file`` (linux only): the inputs are read at run time
+    from the file named by the last argument (``write_inputs``), so the executable serves every
+    case of the program; ``<out_dir>/inputs.json`` lists the order they are read in."""
+    if inputs_from_file and target != "linux":
+        raise CompileError("a bare-metal harness has no file system: its inputs must be embedded", stage="build")
     reason = toolchain_missing(target)
     if target == "baremetal" and not uart_outputs:
         raise CompileError("the bare-metal harness has no file system: it needs uart_outputs=True", stage="build")
@@ -280,7 +320,7 @@ def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, 
         raise CompileError(f"inputs lack {', '.join(missing)}", stage="build")
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}")
     try:
-        schedule = sched_mod.parse_file(compiled.output, program.entry)
+        schedule = sched_mod.parse_file(compiled.output, compiled.symbol(program.entry))
     except sched_mod.ScheduleError as exc:
         raise CompileError(f"the harness cannot run this program: {exc}", stage="build",
                            detail={"host_program": str(compiled.output)}) from None
@@ -288,24 +328,46 @@ def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, 
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="harness-", dir=out_dir) as tmp:
         work = Path(tmp)
-        sources = generate(program, compiled, schedule, inputs, work, iterations)
+        sources = generate(program, compiled, schedule, inputs, work, iterations, inputs_from_file)
         exe = out_dir / ("harness.elf" if target == "baremetal" else "harness")
-        link(sources, [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs, rdcycle=rdcycle, target=target)
+        if inputs_from_file:
+            order = [program.inputs[b.arg] for b in schedule.buffers if b.arg >= 0]
+            write_atomic(out_dir / INPUT_ORDER, json.dumps(order) + "\n")
+        link(sources, [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs, rdcycle=rdcycle, target=target,
+             inputs_from_file=inputs_from_file)
     return exe
+
+
+INPUT_ORDER = "inputs.json"
+
+
+def write_inputs(exe: Path, inputs: Mapping[str, np.ndarray], path: Path) -> Path:
+    """The inputs file of an executable built with ``inputs_from_file``: each input's
+    little-endian bytes in the order the harness reads them."""
+    order = json.loads((Path(exe).parent / INPUT_ORDER).read_text())
+    with open(path, "wb") as f:
+        for name in order:
+            a = np.ascontiguousarray(inputs[name])
+            f.write((a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a).tobytes())
+    return Path(path)
 
 
 def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *, uart_outputs: bool = True,
                    iterations: int = 1, rdcycle: bool = False, root: Optional[Path] = None,
-                   target: str = "linux", program: Optional[Program] = None) -> tuple[Path, compiler.Compiled]:
-    """``build_harness`` into ``<cache>/qemu-rvv/<key>/`` unless that build exists already."""
+                   target: str = "linux", program: Optional[Program] = None,
+                   inputs_from_file: bool = False) -> tuple[Path, compiler.Compiled]:
+    """``build_harness`` into ``<cache>/qemu-rvv/<key>/`` unless that build exists already. With
+    ``inputs_from_file`` the key holds the inputs' names, dtypes and shapes, not their bytes: one
+    link per program, whatever the case."""
     variant = riscv.canonical(variant)
     program = program or program_for(case)
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}/{program.entry}")
-    key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target)
-    root = root or compiler.cache_root().parent / "qemu-rvv"
+    key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target, inputs_from_file,
+                    compiled.symbol(program.entry))
+    root = root or link_cache()
     out = root / key[:32]
     exe = out / ("harness.elf" if target == "baremetal" else "harness")
     if not exe.is_file():
         build_harness(case, variant, out, uart_outputs, inputs=inputs, iterations=iterations, rdcycle=rdcycle,
-                      program=program, target=target)
+                      program=program, target=target, inputs_from_file=inputs_from_file)
     return exe, compiled

@@ -10,7 +10,9 @@
  *   [out] name=<n> dtype=<t> shape=<d0>x<d1>... hex=<little-endian bytes, lowercase hex>
  *   [done]
  * Without ACCEL_UART_OUTPUTS the [out] lines are replaced by one file per output,
- * <argv[1]>/<name>.bin (raw little-endian bytes). Errors: "[err] <what>" and exit code 2
+ * <argv[1]>/<name>.bin (raw little-endian bytes). With ACCEL_INPUTS_FROM_FILE the inputs are not
+ * in the tables but read, in buffer order, from the file named by the last argument, so one
+ * executable serves every case of a program. Errors: "[err] <what>" and exit code 2
  * (setup) or 3 (a dispatch returned non-zero). stdout is flushed after every line so a hang
  * leaves the last [dn] visible. */
 #include <stdint.h>
@@ -72,10 +74,23 @@ int main(int argc, char** argv) {
   for (uint32_t i = 0; i < ACCEL_QUERY_COUNT; ++i) libs[i] = load_library(i, &env);
 
   uint8_t** buffers = calloc(ACCEL_BUFFER_COUNT ? ACCEL_BUFFER_COUNT : 1, sizeof(uint8_t*));
+#ifdef ACCEL_INPUTS_FROM_FILE
+  const char* inputs = argc > 1 ? argv[argc - 1] : "(no inputs file given)";
+  FILE* in = argc > 1 ? fopen(inputs, "rb") : NULL;
+  if (!in) fail(2, "cannot open the inputs file", inputs);
+#endif
   for (uint32_t b = 0; b < ACCEL_BUFFER_COUNT; ++b) {
     buffers[b] = alloc64(ACCEL_BUFFERS[b].size);
     if (ACCEL_BUFFERS[b].init) memcpy(buffers[b], ACCEL_BUFFERS[b].init, ACCEL_BUFFERS[b].init_size);
+#ifdef ACCEL_INPUTS_FROM_FILE
+    else if (ACCEL_BUFFERS[b].init_size &&
+             fread(buffers[b], 1, ACCEL_BUFFERS[b].init_size, in) != ACCEL_BUFFERS[b].init_size)
+      fail(2, "the inputs file is shorter than the inputs", inputs);
+#endif
   }
+#ifdef ACCEL_INPUTS_FROM_FILE
+  fclose(in);
+#endif
 
   for (uint32_t it = 1; it <= ACCEL_ITERATIONS; ++it) {
     printf("Bench iter %u/%u\n", it, ACCEL_ITERATIONS);
