@@ -35,10 +35,10 @@ OWN_FIXTURES = ("hw", "golden_seed")
 # Registered when a session engages, in this order (their options are declared in plugin/options.py),
 # then the session plugins backends and families register (entry-point group accel_regress.session_plugins).
 ON_ENGAGEMENT = (
-    "accel_regress.results.expectations",               # known bugs: XFAIL / strict XPASS, known hangs not attempted
-    "accel_regress.results.report.plugin",              # markdown, html and heatmaps after results.json
+    "accel_regress.plugin.expectations",                # known bugs: XFAIL / strict XPASS, known hangs not attempted
+    "accel_regress.plugin.reports",                    # markdown, html and heatmaps after results.json
     "accel_regress.plugin.repeat",                      # --repeat N: mixed outcomes are FLAKY k/N
-    "accel_regress.results.history.plugin",             # every run into the results history; --shard
+    "accel_regress.plugin.history",                    # every run into the results history; --shard
 )
 
 

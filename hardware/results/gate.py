@@ -44,7 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from accel_regress.results import completeness, record as results, schemas
+from accel_regress.results import completeness, record as results
+
+from accel_regress.util import schemas
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
 
@@ -74,7 +76,7 @@ class Policy:
 
 def load_policy(path: Path) -> Policy:
     path = Path(path)
-    doc = schemas.load_toml(path, "policy", PolicyError)     # hardware/results/schemas/policy.schema.json
+    doc = schemas.load_toml(path, "policy", PolicyError)     # hardware/util/schemas/policy.schema.json
     req, slow, fail = doc.get("required", {}), doc.get("slowdown", {}), doc.get("failures", {})
     flaky = doc.get("flaky", {})
     p = Policy(backends=req.get("backends"), markers=req.get("markers", []), families=req.get("families", []),

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from accel_regress.results import record, strict_json
+from accel_regress.results import record
+
+from accel_regress.util import strict_json
 from accel_regress.results.history import localserver
 from accel_regress.results.history import questions as Q
 from accel_regress.results.history import schema as S

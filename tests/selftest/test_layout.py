@@ -123,6 +123,57 @@ def _module_graph() -> dict[str, set[str]]:
     return graph
 
 
+# The layers of the installed package, lowest first: a module imports only from its own layer or
+# below, function-local imports included. util holds the formats with no dependencies (strict JSON,
+# the schemas); golden knows nothing of devices; core is the fixture-free machinery (verdicts,
+# registry, runner, isolation); toolchains drive compilers; results holds the record and the
+# commands; plugin every pytest hook of the core; families and backends come from registrations.
+LAYERS = ["util", "golden", "core", "toolchains", "results", "plugin", "families", "backends"]
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else len(LAYERS)
+
+
+def _climbing(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if _layer(d) > _layer(m))
+
+
+def test_no_import_climbs_a_layer():
+    assert _climbing(_module_graph()) == []
+
+
+def test_the_layer_check_catches_what_it_is_for():
+    graph = {"accel_regress.core.isolation.protocol": {"accel_regress.results.strict_json"},
+             "accel_regress.results.history.plugin": {"accel_regress.plugin.recording"},
+             "accel_regress.plugin.history": {"accel_regress.results.history.store", "accel_regress.util.atomic"},
+             "accel_regress.__main__": {"accel_regress.backends.emu"}}
+    assert _climbing(graph) == ["accel_regress.core.isolation.protocol -> accel_regress.results.strict_json",
+                                "accel_regress.results.history.plugin -> accel_regress.plugin.recording"]
+
+
+def _plugin_groups() -> set[str]:
+    eps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    return {v for g in ("accel_regress.plugins", "accel_regress.session_plugins") for v in eps.get(g, {}).values()}
+
+
+def test_every_hook_of_the_core_lives_in_plugin():
+    """pytest hook implementations (``def pytest_*``) of the core are modules of plugin/; a backend's
+    or family's own pytest plugin stays in its folder and is registered like an outside team's."""
+    registered = _plugin_groups()
+    out = []
+    for path in sorted((REPO / "hardware").rglob("*.py")):
+        rel = path.relative_to(REPO)
+        if rel.parts[:2] == ("hardware", "plugin") or rel.parts[:2] == ("hardware", "core") and rel.name == "hookspecs.py":
+            continue
+        module = "accel_regress." + ".".join(rel.with_suffix("").parts[1:])
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("pytest_") and module not in registered:
+                out.append(f"{rel}:{node.lineno}: {node.name}")
+    assert out == []
+
+
 def test_the_import_graph_has_no_cycle():
     graph = _module_graph()
     state, cycles = {}, []

@@ -364,7 +364,7 @@ def test_seed002_tile_mismatch_gives_its_arrays():
     """accel_regress.families.rowexpandmul_fillpad.golden raises its own TileMismatch (not via assert_close): its arrays are found too."""
     from accel_regress.families.rowexpandmul_fillpad import golden as tiles
     from accel_regress.families.rowexpandmul_fillpad import emu as emu_tiles
-    from accel_regress.results.report.plugin import _arrays, _mismatch
+    from accel_regress.plugin.reports import _arrays, _mismatch
     cfg = tiles.seed_config(1, "fused", True)
     case = tiles.make_case(cfg)
     inputs = tiles.make_inputs(case)

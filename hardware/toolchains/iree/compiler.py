@@ -11,7 +11,7 @@ its copy).
 Flags may name files inside the output folder with the placeholder ``{out}``
 (``--iree-llvmcpu-static-library-output-path={out}/lib.o``); it is replaced by the real folder.
 
-Every entry carries ``index.json`` (schema hardware/results/schemas/iree-cache-entry.schema.json): the
+Every entry carries ``index.json`` (schema hardware/util/schemas/iree-cache-entry.schema.json): the
 key, the output's name and the size and sha256 of every file, written inside the temporary folder
 before the rename. A hit is trusted only once its index validates and every file matches it
 (checked once per process and entry); an entry that does not (truncated, corrupted, from an
@@ -41,7 +41,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from accel_regress.results import schemas
+from accel_regress.util import schemas
 from accel_regress.util.atomic import write_atomic
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core.errors import CompileError, Hang

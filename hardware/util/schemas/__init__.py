@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Type
 
 from accel_regress.util import regular_file
-from accel_regress.results import strict_json
+from accel_regress.util import strict_json
 
 HERE = Path(__file__).resolve().parent
 MAX_DEPTH = 64            # our files nest about 6 deep; deeper is hostile and would exhaust recursion

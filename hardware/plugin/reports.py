@@ -163,7 +163,8 @@ def session_finished(config, data, report_dir) -> None:
     if state.finished:
         return
     state.finished = True
-    from accel_regress.results import expectations, gate
+    from accel_regress.plugin import expectations
+    from accel_regress.results import gate
     from accel_regress.results.report import write_all
     state.verdict = gate.evaluate(data, state.baseline, state.policy)
     try:
