@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Type-check the package from a plain checkout: mypy over `accel_regress` as the wheel lays it out.
+
+The folders are not the import names (hardware/ is accel_regress, golden/ and families/ its
+subpackages), and neither mypy nor pyright can rename a folder, so this builds the import tree as
+symbolic links in a temporary folder from the one mapping there is, setup.py's ROOTS, and runs
+mypy there with this repository's [tool.mypy] settings. Paths in mypy's messages are mapped back to
+the checkout's. Exit status: mypy's.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def roots() -> dict[str, str]:
+    """setup.py's ROOTS (import name -> folder), read without running setup.py."""
+    for node in ast.walk(ast.parse((REPO / "setup.py").read_text())):
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["ROOTS"]:
+            return ast.literal_eval(node.value)
+    raise SystemExit("typecheck: setup.py has no ROOTS mapping")
+
+
+def link_tree(dest: Path) -> dict[str, str]:
+    """The import tree under ``dest``; returns {linked path prefix: checkout folder} to map messages back."""
+    mapping = roots()
+    back = {}
+    for name, folder in sorted(mapping.items()):     # parents first: accel_regress before accel_regress.golden
+        target = dest.joinpath(*name.split("."))
+        target.mkdir(parents=True, exist_ok=True)
+        children = {n.split(".")[len(name.split("."))] for n in mapping if n.startswith(name + ".")}
+        for entry in sorted((REPO / folder).iterdir()):
+            if entry.name in children or entry.name == "__pycache__":
+                continue
+            (target / entry.name).symlink_to(entry)
+        back[str(target.relative_to(dest)) + "/"] = folder + "/"
+    return back
+
+
+def main(argv: list[str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="accel-typecheck-") as tmp:
+        back = link_tree(Path(tmp))
+        top = min(roots(), key=len)
+        cmd = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), "-p", top, *argv]
+        proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True,
+                              env={**os.environ, "MYPY_CACHE_DIR": str(REPO / ".mypy_cache")})
+        for line in (proc.stdout + proc.stderr).splitlines():
+            for linked, folder in sorted(back.items(), key=lambda kv: -len(kv[0])):
+                if line.startswith(linked):
+                    line = folder + line[len(linked):]
+                    break
+            print(line)
+        return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
