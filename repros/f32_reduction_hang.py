@@ -12,7 +12,7 @@ whether seed 004's codegen signature is in it). Cycles and scan are what the iso
 measured (the backend's report, sent back with the outputs or with the verdict).
 
 Known bugs are read from expectations/<backend>.toml as a pytest session reads them (each row is
-the case of tests/test_f32_reductions.py::test_f32_reduction[ID]): a listed bug that happens as
+the case of tests/test_f32_reduction.py::test_f32_reduction[ID]): a listed bug that happens as
 listed is XFAIL, with the entry's reason; one that no longer happens is XPASS. Exit 0 when every
 test passed or failed only as known, 1 when any failed, hung or crashed otherwise (or XPASSed),
 2 when nothing could run.
@@ -76,7 +76,7 @@ def run_one(session: repro.Repro, name: str, kind: str, variant: str, vlen: int)
         row["note"] = run.skip
     else:
         row["note"] = run.error.message.splitlines()[0][:160]
-    judged, why = session.judge(row["verdict"], [f"tests/test_f32_reductions.py::test_f32_reduction[{R.test_id(case)}]"],
+    judged, why = session.judge(row["verdict"], [f"tests/test_f32_reduction.py::test_f32_reduction[{R.test_id(case)}]"],
                                 run.versions, reason_chars=100)
     if why:
         row["verdict"], row["note"] = judged, f"{why}; " + row["note"]
