@@ -20,7 +20,7 @@ from pathlib import Path
 
 PACKAGES = "iree-base-compiler,iree-base-runtime"
 FINDINGS = {
-    "erf": "tests/test_f32_reductions.py::test_f32_reduction[iree-cpu-erf-64-v-vlen256-specials]",
+    "erf": "tests/test_f32_reduction.py::test_f32_reduction[iree-cpu-erf-64-v-vlen256-specials]",
     "mulf": "tests/test_rowexpandmul_fillpad.py::test_tile[iree-cpu-R8-C64-vr3-vc48-bf16-padmin-fused-reuse-ties]",
 }
 

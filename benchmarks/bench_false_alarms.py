@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # The default run's cases of the classes issue 38 added or moved (tails, shifted with near-constant
 # rows, specials next to a tail, massive activations, the odd block), and the GEMM K-tail.
-DEFAULT_FILES = ("tests/test_f32_reductions.py", "tests/test_fused_decode.py", "tests/test_gemm_partition_n.py")
+DEFAULT_FILES = ("tests/test_f32_reduction.py", "tests/test_fused_decode.py", "tests/test_gemm_partition_n.py")
 DEFAULT_K = ("4x33 or shifted or specials or exact or ties or subnormal or small-odd or small-masked "
              "or (small and normal) or K100")
 

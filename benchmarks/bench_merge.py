@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from accel_regress.results import merge, record as results  # noqa: E402
-from accel_regress.results.strict_json import dumps  # noqa: E402
+from accel_regress.util.strict_json import dumps  # noqa: E402
 
 
 def runner_file(folder: Path, i: int, n: int) -> Path:

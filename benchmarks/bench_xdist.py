@@ -41,8 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DEFAULT_ARGS = ["tests", "--ignore=tests/selftest"]
-FAMILY_FILES = ["tests/test_fused_decode.py", "tests/test_rowexpandmul_fillpad.py", "tests/test_f32_reductions.py",
-                "tests/test_gemm_partition_n.py", "tests/test_matmul_2432.py", "tests/test_matmul_shapes_property.py"]
+FAMILY_FILES = ["tests/test_fused_decode.py", "tests/test_rowexpandmul_fillpad.py", "tests/test_f32_reduction.py",
+                "tests/test_gemm_partition_n.py", "tests/test_matmul.py", "tests/test_matmul_shapes_property.py"]
 COUNTER = ROOT / "tests" / "selftest" / "fixtures"      # run_counter.py: backend runs per process
 
 

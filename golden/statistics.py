@@ -116,7 +116,7 @@ class Float32Sums:
     sqrt(2 L sum B_i E_i) / E >= 6 / sqrt(n) (B_i >~ E_i, Cauchy-Schwarz): again 6.5e-7 sqrt(n)
     of it. That is 0.5% at n = 6.6e7 (2048 x 32064) if every rounding had one sign; they do
     not, and the difference measured against the float64 path is below 1e-6 of each threshold
-    (tests/selftest/test_census_fast.py).
+    (tests/selftest/golden/test_census_fast.py).
 
     Buffers are reused (``scratch`` is the census's own), so a chunk's temporaries stay in cache."""
 

@@ -18,7 +18,7 @@ candidate hang pattern (a single-lane vfmacc.vf at VL=1, mf2 with vslidedown.vi 
 hardware/backends/qemu_rvv/scan.py); exit 1 when one has it, 0 when none, 2 when it cannot build.
 
 Known bugs are read from expectations/<backend>.toml as a pytest session reads them (each row is
-the case of tests/test_f32_reductions.py::test_f32_reduction[ID]): a listed bug that happens as
+the case of tests/test_f32_reduction.py::test_f32_reduction[ID]): a listed bug that happens as
 listed is XFAIL, with the entry's reason; one that no longer happens is XPASS. Exit 0 when every
 test passed or failed only as known, 1 when any failed, hung or crashed otherwise (or XPASSed),
 2 when nothing could run.
@@ -83,7 +83,7 @@ def run_one(session: repro.Repro, name: str, kind: str, variant: str, vlen: int)
         row["note"] = run.skip
     else:
         row["note"] = run.error.message.splitlines()[0][:160]
-    nodeid = f"tests/test_f32_reductions.py::test_f32_reduction[{R.test_id(case)}]"
+    nodeid = f"tests/test_f32_reduction.py::test_f32_reduction[{R.test_id(case)}]"
     row["pytest"] = nodeid.replace("[", f"[{hw}-", 1)      # the case this row stands for, as pytest names it
     judged, why = session.judge(row["verdict"], [nodeid], run.versions, reason_chars=100)
     if why:

@@ -11,7 +11,7 @@ went wrong where (compiler diagnostics, hang, wrong elements), then the simplest
 M, K, N that separates the failing shapes from the passing ones, e.g. "HANG iff N == 640 and
 M != 640".
 
-Then every shape that did not pass as tests/test_matmul_2432.py::test_matmul judges the same case
+Then every shape that did not pass as tests/test_matmul.py::test_matmul judges the same case
 (the same MatmulConfig, so the same inputs, reference and error model): a wrong result's census in
 pytest's words, and the verdict judged with the same expectations (a known bug is XFAIL with the
 entry's reason; a known hang is run and judged, as pytest's --run-known-hangs). Exit 0 when every
@@ -28,14 +28,14 @@ from accel_regress.results import repro
 
 BACKENDS = ("emu", "iree-cpu", "iree-amd-aie")
 PROG = "repros/matmul_2432_sweep.py"
-# The prefixes tests/test_matmul_2432.py gives a config's id; a case's inputs and seed depend on the
+# The prefixes tests/test_matmul.py gives a config's id; a case's inputs and seed depend on the
 # config alone, so every test_matmul[PREFIX-ID] that exists runs this very case.
 PREFIXES = ("square-", "cube-", "f32-halved-", "edge-")
 
 
 def nodeids(dims: tuple, dtype: str, inputs: str) -> list[str]:
     cfg = golden_matmul.MatmulConfig(*dims, lhs=dtype, rhs=dtype, inputs=inputs)
-    return [f"tests/test_matmul_2432.py::test_matmul[{prefix}{cfg.id}]" for prefix in PREFIXES]
+    return [f"tests/test_matmul.py::test_matmul[{prefix}{cfg.id}]" for prefix in PREFIXES]
 
 
 def judged_lines(session: repro.Repro, rows, dtype: str, inputs: str) -> tuple[list[str], list[str]]:
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
         return repro.USAGE
     seen, lines = judged_lines(session, rows, args.dtype, args.inputs)
     if lines:
-        print("\nas tests/test_matmul_2432.py::test_matmul judges the same cases:")
+        print("\nas tests/test_matmul.py::test_matmul judges the same cases:")
         for line in lines:
             print(line)
     return repro.status(seen)

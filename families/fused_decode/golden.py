@@ -19,7 +19,7 @@ one realization of exactly that process, so its error e_ref = out_bf16chain - ou
 for this case; a correct device is another realization, with an error of the same size. The
 allowance is Z_E2E * rms(e_ref) per element. Z_E2E = 8: over 1000 seeds of the small block the
 largest emu error was 5.45 rms(e_ref) (median of the per-case maxima 2.81, 99th percentile 4.32);
-tests/selftest/test_fused_decode.py keeps 200 of those seeds under 0.75 of the allowance.
+tests/selftest/families/fused_decode/test_fused_decode_pipeline.py keeps 200 of those seeds under 0.75 of the allowance.
 
 Compare mode judges each step twice from one error model (``step_model``): per element within
 llama_ops.tolerance, and over the step's whole output with golden/tolerance.py's statistics

@@ -1,4 +1,5 @@
-"""The interface every backend implements. One backend per folder under hardware/."""
+"""The interface every backend implements. One backend per folder under hardware/backends/, registered in the
+``accel_regress.backends`` entry-point group (hardware/core/registry.py)."""
 from __future__ import annotations
 
 from importlib import resources

@@ -38,7 +38,7 @@ pytest_plugins = [
     "accel_regress.plugin.terminal",
     "accel_regress.plugin.gc_freeze",
     "accel_regress.plugin.parallel",
-    "accel_regress.results.history.options",         # --history, --shard (both register on engagement)
+    "accel_regress.plugin.history_options",         # --history, --shard (both register on engagement)
     "accel_regress.plugin.hypothesis_setup",         # accel-ci (default) and explore profiles, once hypothesis is in use
     # The plugins backends and families bring (entry-point group accel_regress.plugins), e.g. the
     # NPU's supported_devices marker and options. Those only a session of the plugin's needs

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Optional
 import pytest
 
 from accel_regress.core import verdicts
-from accel_regress.results import report_dir, strict_json
+from accel_regress.results import report_dir
+from accel_regress.util import strict_json
 from accel_regress.core.errors import SetupError, VerdictError
 from accel_regress.plugin import engagement, isolation, selection, spelling
 from accel_regress.plugin.fixtures import NOT_APPLICABLE

@@ -24,7 +24,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if data is None or verbosity <= -2:
         return
     from accel_regress.results import summary
-    from accel_regress.results.report import plugin as reports     # registered: the session engaged
+    from accel_regress.plugin import reports     # registered: the session engaged
     verdict = reports.verdict(config)
     tr = terminalreporter
     results_json = Path(config.getoption("accel_report_dir")) / "results.json"
@@ -32,7 +32,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(one_line(data, verdict, results_json))
         return
     tr.section("accel-regress summary")
-    # The gate's verdict first (hardware/results/report/plugin.py computed it), then the tables.
+    # The gate's verdict first (hardware/plugin/reports.py computed it), then the tables.
     for line in summary.section(data, verdict):
         tr.write_line(line)
     if not data["session"].get("complete", True):

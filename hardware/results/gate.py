@@ -45,7 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from accel_regress.results import completeness, record as results, schemas, skip_rules
+from accel_regress.results import completeness, record as results, skip_rules
+
+from accel_regress.util import schemas
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
 
@@ -75,7 +77,7 @@ class Policy:
 
 def load_policy(path: Path) -> Policy:
     path = Path(path)
-    doc = schemas.load_toml(path, "policy", PolicyError)     # hardware/results/schemas/policy.schema.json
+    doc = schemas.load_toml(path, "policy", PolicyError)     # hardware/util/schemas/policy.schema.json
     req, slow, fail = doc.get("required", {}), doc.get("slowdown", {}), doc.get("failures", {})
     flaky = doc.get("flaky", {})
     p = Policy(backends=req.get("backends"), markers=req.get("markers", []), families=req.get("families", []),

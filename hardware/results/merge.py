@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 from typing import Iterable, Optional
 
-from accel_regress.results import record as results, strict_json, tiling
+from accel_regress.results import record as results, tiling
+
+from accel_regress.util import strict_json
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
 

@@ -27,7 +27,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from accel_regress.results import report_dir, schemas, strict_json
+from accel_regress.results import report_dir
+
+from accel_regress.util import schemas, strict_json
 from accel_regress.util.paths import PathRefused, member_path, read_member  # noqa: F401 (re-exported)
 from accel_regress.util.atomic import write_atomic, write_atomic_bytes  # noqa: F401 (re-exported)
 
@@ -79,7 +81,7 @@ class ResultsError(ValueError):
 
 
 def load(path: Path) -> dict:
-    """Read and check a results.json (hardware/results/schemas/results.schema.json); a bad file raises
+    """Read and check a results.json (hardware/util/schemas/results.schema.json); a bad file raises
     ResultsError naming the file, the place in it and what was expected."""
     path = Path(path)
     data = schemas.parse_json(path, ResultsError)

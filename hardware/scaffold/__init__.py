@@ -5,7 +5,7 @@ It writes ``DIR/NAME/`` (golden module with its error model and an explanation o
 model with one fault, IREE program), ``tests/test_NAME.py``, and the entry-point lines: added to
 the project's pyproject.toml (tomlkit keeps its comments) and printed. Nothing is overwritten.
 The operator is a placeholder (y = x * w + b in f32) that passes on emu and iree-cpu and fails
-under its fault; the team replaces the arithmetic (tests/selftest/test_new_family.py checks all
+under its fault; the team replaces the arithmetic (tests/selftest/package/test_new_family.py checks all
 three as generated).
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Run a repro and the pytest case(s) it stands for on the same backend, case and fault, and read
-what each says: the helpers of the tests/selftest/test_repro_*.py files (issue 29: each repro's
+what each says: the helpers of the tests/selftest/families/<id>/test_repro_*.py files (issue 29: each repro's
 output matches pytest's for the same case and fault)."""
 from __future__ import annotations
 

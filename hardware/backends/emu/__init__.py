@@ -3,8 +3,8 @@
 One model module per operator family, registered in the ``accel_regress.emu_models`` entry-point
 group under the family's id (``case.op``); see hardware/core/registry.py. A model has
 ``run(case, inputs) -> outputs``, a ``FAULTS`` dict of the family's documented bugs (built-in
-``--inject-fault`` names) and optionally ``timeout(case)``. The built-in models live next to this
-file and are registered in this repository's pyproject.toml like any other.
+``--inject-fault`` names) and optionally ``timeout(case)``. The built-in models are each family's
+``families/<id>/emu.py``, registered in this repository's pyproject.toml like any other.
 """
 from __future__ import annotations
 

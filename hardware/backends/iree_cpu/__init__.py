@@ -8,7 +8,6 @@ compile ignores RISC-V target flags, so such a case would rerun the baseline cas
 """
 from __future__ import annotations
 
-import importlib.metadata
 from functools import lru_cache
 from typing import Mapping, Optional
 
@@ -17,7 +16,7 @@ import numpy as np
 from accel_regress.golden.case import Case
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Crash, NotApplicable
-from accel_regress.toolchains.iree import compiler, riscv
+from accel_regress.toolchains.iree import compiler, riscv, run_module
 from accel_regress.toolchains.iree.program import (
     IREE_PROGRAMS,
     Program,
@@ -36,13 +35,6 @@ HOST_FLAGS = ("--iree-hal-target-device=local",
 # RISC-V flag variants (case.params['variant']) and VLENs the host build does not distinguish.
 HOST_VARIANTS = (None, riscv.BASELINE_VARIANT)
 HOST_VLENS = (None, riscv.BASELINE_VLEN)
-
-
-def _runtime_version() -> str:
-    try:
-        return importlib.metadata.version("iree-base-runtime")
-    except importlib.metadata.PackageNotFoundError:
-        return "missing"
 
 
 @lru_cache(maxsize=64)
@@ -90,7 +82,7 @@ class IreeCpuBackend(Backend):
         return None
 
     def versions(self) -> dict[str, str]:
-        return {"iree-compiler": compiler.compiler_version(), "iree-runtime": _runtime_version(),
+        return {"iree-compiler": compiler.compiler_version(), "iree-runtime": run_module.runtime_version(),
                 "llvm": compiler.llvm_version()}
 
     def timeout(self, case: Case) -> float:

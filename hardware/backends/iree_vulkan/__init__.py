@@ -11,7 +11,6 @@ hold is NOT_APPLICABLE with what the device lacks.
 """
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Mapping, Optional
 
 import numpy as np
@@ -21,29 +20,10 @@ from accel_regress.backends.iree_vulkan.target import cannot_hold, with_target
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import NotApplicable
 from accel_regress.golden.case import Case
-from accel_regress.toolchains.iree import compiler, riscv, run_module
-from accel_regress.toolchains.iree.program import Program, plan_for, riscv_target, run_plan, unsupported_case, unsupported_op
+from accel_regress.toolchains.iree import compiler, run_module
+from accel_regress.toolchains.iree.program import Program, baseline_only, plan_for, run_plan, unsupported_case, unsupported_op
 
 FLAGS = ("--iree-hal-target-device=vulkan",)
-
-
-def runtime_version() -> str:
-    try:
-        return importlib.metadata.version("iree-base-runtime")
-    except importlib.metadata.PackageNotFoundError:
-        return "missing"
-
-
-def host_variant_only(case: Case, name: str) -> Optional[str]:
-    """RISC-V flag variants and VLENs mean nothing to a GPU target: run the baseline case only."""
-    variant, vlen = riscv_target(case)
-    if variant not in (None, riscv.BASELINE_VARIANT):
-        return NotApplicable(f"RISC-V flag variant {variant!r} has no meaning on {name}; it runs the "
-                             f"{riscv.BASELINE_VARIANT!r} case of the same kind and shape")
-    if vlen not in (None, riscv.BASELINE_VLEN):
-        return NotApplicable(f"VLEN {vlen} is a simulator setting; {name} runs the VLEN "
-                             f"{riscv.BASELINE_VLEN} case of the same kind and shape")
-    return None
 
 
 class IreeVulkanBackend(Backend):
@@ -69,7 +49,7 @@ class IreeVulkanBackend(Backend):
         return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
-        reason = unsupported_case(case) or host_variant_only(case, self.name)
+        reason = unsupported_case(case) or baseline_only(case, self.name)
         if reason:
             return reason
         if vk.availability() is None:
@@ -80,7 +60,7 @@ class IreeVulkanBackend(Backend):
         return None
 
     def versions(self) -> dict[str, str]:
-        out = {"iree-compiler": compiler.compiler_version(), "iree-runtime": runtime_version()}
+        out = {"iree-compiler": compiler.compiler_version(), "iree-runtime": run_module.runtime_version()}
         try:
             dev = vk.probe()
         except vk.NoDevice as exc:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from accel_regress.backends.pypto import lint_ir
+from accel_regress.backends.pypto.brackets import angle_end, split_top
 from accel_regress.backends.pypto.finding import Finding
 
 READS_DST_VALID_SHAPE = re.compile(r"^T(?:ROW|COL)EXPAND\w*$")
@@ -92,38 +93,6 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def _template_span(text: str, start: int) -> Optional[int]:
-    """Index just past the '>' that closes the '<' at ``start`` (balanced), or None."""
-    depth = 0
-    for i in range(start, len(text)):
-        ch = text[i]
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and text[i - 1] != "-":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif ch in ";{}":
-            return None
-    return None
-
-
-def _top_level_args(inner: str) -> list[str]:
-    args, depth, cur = [], 0, []
-    for ch in inner:
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            args.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    args.append("".join(cur).strip())
-    return args
-
-
 def _dim_is_dynamic(arg: str, constants: dict[str, str]) -> bool:
     a = re.sub(r"\s+", "", arg)
     while a.startswith("(") and a.endswith(")"):
@@ -143,7 +112,7 @@ def _dim_is_dynamic(arg: str, constants: dict[str, str]) -> bool:
 def dynamic_valid_shape(template: str, constants: Optional[dict[str, str]] = None) -> bool:
     """Tile<Loc, DType, Rows, Cols, BLayout, ValidRow = Rows, ValidCol = Cols, ...>: is a valid
     dimension set at run time? Omitted ones default to the (static) tile size."""
-    args = _top_level_args(template[template.index("<") + 1:-1])
+    args = [a.strip() for a in split_top(template[template.index("<") + 1:-1], ",")]
     if any("..." in a for a in args[:7]):
         return True
     return any(_dim_is_dynamic(a, constants or {}) for a in args[5:7])
@@ -167,7 +136,7 @@ def lint_text(text: str, file: str = "<text>", extra_ops: Iterable[str] = ()) ->
     for m in _ALIAS.finditer(code):
         t = _TILE.match(code, m.end())
         if t:
-            end = _template_span(code, t.end() - 1)
+            end = angle_end(code, t.end() - 1, stop=";{}")
             if end is not None:
                 alias_defs.append((m.start(), m.group(1), code[t.start():end]))
                 alias_spans.append((t.start(), end))
@@ -191,7 +160,7 @@ def lint_text(text: str, file: str = "<text>", extra_ops: Iterable[str] = ()) ->
     for m in _TILE.finditer(code):
         if m.start() in alias_starts:
             continue
-        end = _template_span(code, m.end() - 1)
+        end = angle_end(code, m.end() - 1, stop=";{}")
         if end is None:
             continue
         d = _AFTER_TYPE.match(code, end)

@@ -62,6 +62,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from accel_regress.backends.pypto.brackets import angle_end, split_top
 from accel_regress.backends.pypto.finding import Finding
 
 SUFFIXES = (".pto",)
@@ -150,39 +151,6 @@ def _check_balance(code: str, line_of) -> None:
         raise IRParseError(line_of(i), f"'{ch}' is never closed")
 
 
-def _angle_end(code: str, start: int) -> Optional[int]:
-    """Index just past the '>' closing the '<' at ``start`` ('->' is not a bracket)."""
-    depth = 0
-    for i in range(start, len(code)):
-        ch = code[i]
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and code[i - 1] != "-":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif ch in "\n;" and depth == 0:
-            return None
-    return None
-
-
-def _split_top(s: str, sep: str) -> list[str]:
-    """Split on ``sep`` outside (), [], {}, <>."""
-    parts, depth, cur = [], 0, []
-    for i, ch in enumerate(s):
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}" or (ch == ">" and (i == 0 or s[i - 1] != "-")):
-            depth -= 1
-        if ch == sep and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts
-
-
 def _group(stmt: str, keyword: str) -> Optional[str]:
     """The inside of ``keyword(...)`` in an op's custom form, or None."""
     m = re.search(r"\b" + keyword + r"\s*\(", stmt)
@@ -201,13 +169,13 @@ def _group(stmt: str, keyword: str) -> Optional[str]:
 
 def _operands(group: str) -> list[str]:
     """SSA operands of an ``ins(...)`` / ``outs(...)`` group: those before its top-level ':'."""
-    head = _split_top(group, ":")[0]
+    head = split_top(group, ":")[0]
     return [m.group(0) for m in _SSA.finditer(head)]
 
 
 def tile_buf_valid(body: str) -> tuple[str, str]:
     """(v_row, v_col) of a ``!pto.tile_buf<body>``, as written ('?' / '-1' / a number)."""
-    fields = [f.strip() for f in _split_top(body, ",")]
+    fields = [f.strip() for f in split_top(body, ",")]
     if not fields or not fields[0]:
         raise ValueError("an empty !pto.tile_buf<>")
     if fields[0].startswith("loc"):                  # legacy: key=value, v_row / v_col required
@@ -269,7 +237,7 @@ def _result_type(op: _Op, aliases: dict[str, str]) -> Optional[str]:
     text = op.text
     m = _TILE_BUF.search(text)
     if m:
-        end = _angle_end(text, m.end() - 1)
+        end = angle_end(text, m.end() - 1)
         if end is None:
             raise IRParseError(op.line, f"{op.name}: !pto.tile_buf< is never closed")
         return text[m.end():end - 1]
@@ -295,7 +263,7 @@ def lint_text(text: str, file: str = "<text>", extra_ops: Iterable[str] = ()) ->
     _check_balance(code, line_of)
     aliases = {}
     for m in _TYPE_ALIAS.finditer(code):
-        end = _angle_end(code, m.end() - 1)
+        end = angle_end(code, m.end() - 1)
         if end is None:
             raise IRParseError(line_of(m.start()), f"type alias !{m.group(1)}: !pto.tile_buf< is never closed")
         aliases[m.group(1)] = code[m.end():end - 1]
@@ -340,7 +308,7 @@ def lint_text(text: str, file: str = "<text>", extra_ops: Iterable[str] = ()) ->
                 tiles[op.results[0]] = tiles[src[0]]     # the same handle, rebound
             continue
         if name == "pto.set_validshape":
-            args = _SSA.findall(_split_top(op.text, ":")[0]) if not op.generic else _SSA.findall(op.text)
+            args = _SSA.findall(split_top(op.text, ":")[0]) if not op.generic else _SSA.findall(op.text)
             if not args:
                 raise IRParseError(op.line, "pto.set_validshape without its tile operand")
             t = tiles.get(args[0])

@@ -115,7 +115,7 @@ class QemuRvvBackend(Backend):
         if reason:
             raise Unsupported(reason)
         self.last_report = {"variant": variant, "vlen": vlen, "codegen_scan": [], "cycles": 0, "dispatches": []}
-        self._scanned: set = set()      # a plan's steps share one batch's dump: scanned once
+        self._scanned = set()      # a plan's steps share one batch's dump: scanned once
         plan = plan_for(case)
         if len(plan) > 1:
             build.compile_plan(plan, variant, name=f"{case.op}/{case.id}")

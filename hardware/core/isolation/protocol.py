@@ -10,7 +10,7 @@ import socket
 import struct
 from typing import Any, Optional
 
-from accel_regress.results import strict_json
+from accel_regress.util import strict_json
 
 _HEADER = struct.Struct("!I")
 MAX_MESSAGE = 64 << 20   # a control message is small; a bigger length means a torn stream

@@ -47,7 +47,7 @@ from accel_regress.util.derived_cache import user_cache
 def parser(prog: str = "accel-regress bisect") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.strip().splitlines()[0])
     p.add_argument("test", help="the pytest node id of one case, e.g. "
-                   "'tests/test_f32_reductions.py::test_f32_reduction[iree-cpu-erf-64-v-vlen256-specials]'")
+                   "'tests/test_f32_reduction.py::test_f32_reduction[iree-cpu-erf-64-v-vlen256-specials]'")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--package", metavar="P1[,P2...]", help="packages installed together at each version")
     src.add_argument("--toolchain-dir", nargs="+", type=Path, metavar="DIR",

@@ -4,7 +4,7 @@ PNG heatmap of |got - expected| / allowed for every failure that has a census; `
 verdict (accel_regress.results.gate.evaluate, the code of ``python -m accel_regress gate``) and, for a run with an
 injected fault, the banner that says it is not a release run.
 
-Written into the report directory at the end of every session (hardware/results/report/plugin.py), and
+Written into the report directory at the end of every session (hardware/plugin/reports.py), and
 by ``python -m accel_regress report RESULTS.json [--out DIR]`` for any results.json, merged ones too.
 """
 from __future__ import annotations

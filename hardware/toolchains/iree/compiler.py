@@ -11,7 +11,7 @@ its copy).
 Flags may name files inside the output folder with the placeholder ``{out}``
 (``--iree-llvmcpu-static-library-output-path={out}/lib.o``); it is replaced by the real folder.
 
-Every entry carries ``index.json`` (schema hardware/results/schemas/iree-cache-entry.schema.json): the
+Every entry carries ``index.json`` (schema hardware/util/schemas/iree-cache-entry.schema.json): the
 key, the output's name and the size and sha256 of every file, written inside the temporary folder
 before the rename. A hit is trusted only once its index validates and every file matches it
 (checked once per process and entry); an entry that does not (truncated, corrupted, from an
@@ -52,7 +52,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from accel_regress.results import schemas
+from accel_regress.util import schemas
 from accel_regress.util.atomic import write_atomic
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core.errors import CompileError, Hang
@@ -249,7 +249,10 @@ def _renamed(mlir: str, symbols: Mapping[str, str], aliases: Mapping[str, str]) 
 def merge_programs(texts: Sequence[str]) -> Optional[tuple[str, list[tuple[dict, dict]]]]:
     """One module text holding every program's functions, and per program its renamed symbols and
     type aliases; None when a program is not a list of top-level ops (a ``module`` of its own)."""
-    parts, renames, taken_symbols, taken_aliases = [], [], set(), set()
+    parts: list[str] = []
+    renames: list = []
+    taken_symbols: set[str] = set()
+    taken_aliases: set[str] = set()
     for i, text in enumerate(texts):
         if re.search(r"^\s*module\b", text, re.M):
             return None

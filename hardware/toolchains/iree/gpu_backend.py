@@ -20,7 +20,7 @@ from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Hang, Unsupported
 from accel_regress.golden.case import Case
 from accel_regress.toolchains.iree import compiler, run_module
-from accel_regress.toolchains.iree.program import Program, plan_for, run_plan, unsupported_case, unsupported_op
+from accel_regress.toolchains.iree.program import Program, baseline_only, plan_for, run_plan, unsupported_case, unsupported_op
 
 PROBE = "func.func @probe(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = arith.addf %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n"
 
@@ -55,7 +55,7 @@ def driver_problem(driver: str) -> Optional[str]:
 @lru_cache(maxsize=16)
 def first_target(flag_for: tuple, device: str) -> tuple[str, tuple[str, ...]]:
     """The first candidate target that compiles the probe: (target, notes on the ones that did not)."""
-    notes = []
+    notes: list[str] = []
     for target, flags in flag_for:
         try:
             compiler.compile_cached(PROBE, (f"--iree-hal-target-device={device}", *flags), name=f"probe {target}",
@@ -90,15 +90,13 @@ class IreeGpuBackend(Backend):
         return unsupported_op(op)
 
     def supports(self, case: Case) -> Optional[str]:
-        from accel_regress.backends.iree_vulkan import host_variant_only
-        return unsupported_case(case) or host_variant_only(case, self.name)
+        return unsupported_case(case) or baseline_only(case, self.name)
 
     def target(self) -> tuple[str, tuple[str, ...]]:
         return first_target(tuple((t, (f"{self.target_flag}={t}",)) for t in self.candidates()), self.driver)
 
     def versions(self) -> dict[str, str]:
-        from accel_regress.backends.iree_vulkan import runtime_version
-        out = {"iree-compiler": compiler.compiler_version(), "iree-runtime": runtime_version()}
+        out = {"iree-compiler": compiler.compiler_version(), "iree-runtime": run_module.runtime_version()}
         try:
             target, skipped = self.target()
             out["target"] = target + (f" (not built here: {'; '.join(skipped)})" if skipped else "")

@@ -16,7 +16,8 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core.contracts import ProgramKind
-from accel_regress.core.errors import Unsupported
+from accel_regress.core.errors import NotApplicable, Unsupported
+from accel_regress.toolchains.iree import riscv
 
 
 @dataclass(frozen=True)
@@ -105,3 +106,15 @@ def run_plan(plan: tuple[Program, ...], inputs: Mapping[str, np.ndarray],
         buffers.update(result)
         outputs.update(result)
     return outputs
+
+
+def baseline_only(case: Case, name: str) -> Optional[str]:
+    """RISC-V flag variants and VLENs mean nothing to a GPU target: run the baseline case only."""
+    variant, vlen = riscv_target(case)
+    if variant not in (None, riscv.BASELINE_VARIANT):
+        return NotApplicable(f"RISC-V flag variant {variant!r} has no meaning on {name}; it runs the "
+                             f"{riscv.BASELINE_VARIANT!r} case of the same kind and shape")
+    if vlen not in (None, riscv.BASELINE_VLEN):
+        return NotApplicable(f"VLEN {vlen} is a simulator setting; {name} runs the VLEN "
+                             f"{riscv.BASELINE_VLEN} case of the same kind and shape")
+    return None

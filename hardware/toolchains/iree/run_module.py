@@ -10,6 +10,7 @@ device call a bound (HANG) and an exit status (CRASH) without touching the worke
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import shutil
@@ -26,6 +27,13 @@ from accel_regress.core.errors import Crash, Hang
 from accel_regress.core.isolation.bounds import describe_status
 
 TAIL_CHARS = 4000
+
+
+def runtime_version() -> str:
+    try:
+        return importlib.metadata.version("iree-base-runtime")
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
 
 
 @lru_cache(maxsize=1)

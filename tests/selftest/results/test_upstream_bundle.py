@@ -1,0 +1,105 @@
+"""``accel-regress upstream`` bundles: a bundle's reproduce.py run on the toolchain here (IREE
+3.13.0, which has the erf(-0) bug: exit 1) and on the same bundle whose expected values are what
+this IREE returns (exit 0: the script's pass path is reachable); the comparison rule element by
+element; the bundle's assembly scan against the suite's (tests/selftest/fixtures/real/rvv, real
+IREE and clang output); the command end to end on the erf case (reduced to one element)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from accel_regress.backends.qemu_rvv import scan
+from accel_regress.results.upstream.templates import reproduce
+
+REPO = Path(__file__).resolve().parents[3]
+ERF = REPO / "findings" / "erf-neg-zero"
+REAL_RVV = REPO / "tests" / "selftest" / "fixtures" / "real" / "rvv"
+ERF_TEST = "tests/test_f32_reduction.py::test_f32_reduction[iree-cpu-erf-64-v-vlen256-specials]"
+
+
+def _iree():
+    from accel_regress.toolchains.iree import compiler
+    reason = compiler.availability()
+    if reason:
+        pytest.skip(reason)
+    try:
+        import iree.runtime  # noqa: F401
+    except Exception as exc:
+        pytest.skip(f"iree.runtime does not import: {exc}")
+
+
+def _reproduce(folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(folder / "reproduce.py")], capture_output=True, text=True,
+                          timeout=600, cwd="/")
+
+
+def test_erf_bundle_exits_1_here_and_0_once_its_expectation_is_met(tmp_path):
+    _iree()
+    bundle = shutil.copytree(ERF, tmp_path / "erf")
+    proc = _reproduce(bundle)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "x = -0.0" in proc.stdout and "got 0.0" in proc.stdout and "BUG PRESENT" in proc.stdout
+    # What a toolchain without the bug would make of it: the expected values equal what came back.
+    got = np.load(bundle / "got" / "y.npy", allow_pickle=False)
+    np.save(bundle / "expected" / "y.npy", got.astype(np.float64), allow_pickle=False)
+    proc = _reproduce(bundle)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_rule_counts_what_ieee_defines():
+    w = reproduce.wrong_elements
+    exp = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 1.0, 1.0])
+    same = exp.copy()
+    assert not w(same, exp, 0.0, True).any()
+    flipped = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, 1.0])
+    assert w(flipped, exp, 0.0, True).tolist() == [True, True, False, False, False, False, False]
+    assert not w(flipped, exp, 0.0, False).any()                          # sign of zero only where it counts
+    other = np.array([-0.0, 0.0, 1.0, -np.inf, np.inf, 1.0 + 1e-7, 1.5])
+    assert w(other, exp, 1e-6, True).tolist() == [False, False, True, True, True, False, True]
+
+
+def test_the_bundle_scan_finds_what_the_suite_scan_finds(tmp_path):
+    """The bundle's stand-alone scan (reproduce.py) and the suite's agree on the real corpus (no
+    candidate: IREE 3.13's +zvl512b softmax runs its FMAs at m2) and on seed 004's own listing."""
+    from accel_regress.backends.qemu_rvv.upstream import SATURN_SCAN
+    from test_rvv_scan import HEAD, SEED_LOOP, TAIL
+    seed = tmp_path / "seed.s"
+    seed.write_text(HEAD + SEED_LOOP + TAIL)
+    files = sorted(REAL_RVV.glob("*.s")) + [seed]
+    found = {}
+    for f in files:
+        ours = bool(reproduce.pattern_loops(f.read_text(), SATURN_SCAN))
+        suite = any(d.signature for d in scan.scan_files([f], dispatch_only=False))
+        assert ours == suite, f.name
+        found[f.name] = ours
+    assert [n for n, hit in found.items() if hit] == ["seed.s"]
+
+
+def test_upstream_reduces_the_erf_case_to_one_element(tmp_path):
+    _iree()
+    out = tmp_path / "bundle"
+    proc = subprocess.run([sys.executable, "-m", "accel_regress", "upstream", ERF_TEST, "-o", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    spec = json.loads((out / "bundle.json").read_text())
+    assert spec["case"]["params"]["shape"] == [1]
+    assert np.load(out / "inputs" / "x.npy", allow_pickle=False).tolist() == [-0.0]
+    assert spec["compile"][:2] == ["iree-compile", "program.mlir"] and "math.erf" in (out / "program.mlir").read_text()
+    assert "reproduce.py exit 1" in proc.stdout
+
+
+def test_every_finding_carries_the_current_script():
+    """The bundles in findings/ are self-contained copies: a fix to the template must reach them."""
+    template = Path(reproduce.__file__).read_bytes()
+    bundles = [p for p in (REPO / "findings").iterdir() if (p / "bundle.json").is_file()]
+    assert len(bundles) == 4            # the softmax one withdrawn (findings/README.md corrections)
+    for b in bundles:
+        assert (b / "reproduce.py").read_bytes() == template, f"{b.name}: reproduce.py differs from the template"
+        spec = json.loads((b / "bundle.json").read_text())
+        assert spec["compile"][0] == "iree-compile" and spec["run"]["kind"] in ("iree-runtime", "riscv-qemu", "codegen-scan")
