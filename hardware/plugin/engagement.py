@@ -36,11 +36,11 @@ OWN_FIXTURES = ("hw", "golden_seed")
 # then the session plugins backends and families register (entry-point group accel_regress.session_plugins).
 ON_ENGAGEMENT = (
     "accel_regress.plugin.unsupported",                 # a backend's Unsupported while a test runs is a SKIP
-    "accel_regress.results.expectations",               # known bugs: XFAIL / strict XPASS, known hangs not attempted
-    "accel_regress.plugin.reports",              # markdown, html and heatmaps after results.json
+    "accel_regress.plugin.expectations",                # known bugs: XFAIL / strict XPASS, known hangs not attempted
+    "accel_regress.plugin.reports",                     # markdown, html and heatmaps after results.json
     "accel_regress.plugin.repeat",                      # --repeat N: mixed outcomes are FLAKY k/N
     "accel_regress.plugin.shard",                       # --shard I/N: a split every runner computes alike
-    "accel_regress.plugin.history",             # every run into the results history
+    "accel_regress.plugin.history",                     # every run into the results history
 )
 
 

@@ -92,10 +92,10 @@ def test_test_fused_decode_passes_on_the_standins(iron, tmp_path):
            "--report-dir", str(tmp_path / "reports")]
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout[-3000:]
-    # small: compare mode of 3 input classes and end to end; the odd block's compare mode is the
-    # known bf16 attention scale (expectations/npu.toml), its end to end passes; the masked block's
-    # two cases are NOT_APPLICABLE (IRON's Softmax takes no mask)
-    assert "5 passed, 2 skipped, 1 xfailed" in result.stdout      # the large block is not even generated (no -m large)
+    # small: compare mode of 3 input classes and end to end; the odd blocks' compare mode (normal,
+    # shifted, massive activations) is the known bf16 attention scale (expectations/npu.toml), their
+    # end to end passes; the masked block's two cases are NOT_APPLICABLE (IRON's Softmax takes no mask)
+    assert "6 passed, 2 skipped, 3 xfailed" in result.stdout      # the large block is not even generated (no -m large)
     assert "2 NOT_APPLICABLE" in result.stdout and "IRON's Softmax has no mask input" in result.stdout
 
 
