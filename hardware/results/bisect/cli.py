@@ -36,8 +36,9 @@ import shlex
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from accel_regress.results.bisect import envs, search, step, upstream_range, versions
 from accel_regress.util.atomic import write_atomic
@@ -106,20 +107,120 @@ def toolchain_paths(folder: Path) -> tuple[list[Path], list[Path]]:
     return py, [p for p in (folder / "bin",) if p.is_dir()]
 
 
+class UsageProblem(Exception):
+    """A bad combination of arguments: the message, exit 2."""
+
+
+@dataclass
+class Subject:
+    """What is bisected: the versions in order, and how a step gets its toolchain."""
+    order: list[str]
+    label: str
+    packages: list[str] = field(default_factory=list)
+    oldest: Optional[str] = None                    # the oldest release every package has on the index
+    cache: Optional[envs.EnvCache] = None            # environments per version (packages)
+    dirs: dict[str, Path] = field(default_factory=dict)   # or folders per version (--toolchain-dir)
+
+    def key(self) -> dict:
+        return {"packages": self.packages} if self.packages else \
+            {"toolchain_dirs": [str(self.dirs[n]) for n in self.order]}
+
+
+def subject_of(args) -> Subject:
+    """The versions between the good and the bad end, from the index or the toolchain folders."""
+    if args.package:
+        packages = [p.strip() for p in args.package.split(",") if p.strip()]
+        if not (args.good and args.bad):
+            raise UsageProblem("--package needs --good and --bad versions")
+        try:
+            listed = {p: versions.available(p, pre=args.pre) for p in packages}
+            order = versions.between(listed, args.good, args.bad)
+            oldest = versions.oldest_common(listed)
+        except versions.IndexLookupError as exc:
+            raise UsageProblem(str(exc)) from None
+        try:
+            cache = envs.EnvCache(args.env_cache, args.env_cache_bytes, args.installer)
+        except ValueError as exc:
+            raise UsageProblem(str(exc)) from None
+        return Subject(order, ",".join(packages), packages, oldest, cache)
+    dirs = {}
+    for d in args.toolchain_dir:
+        if not d.is_dir():
+            raise UsageProblem(f"--toolchain-dir {d}: no such folder")
+        dirs[str(d)] = d.resolve()
+    names = list(dirs)
+    good, bad = args.good or names[0], args.bad or names[-1]
+    if good not in dirs or bad not in dirs or names.index(good) >= names.index(bad):
+        raise UsageProblem("--good and --bad must name two of the --toolchain-dir folders, the good one first")
+    return Subject(names[names.index(good): names.index(bad) + 1], "toolchain dirs", dirs=dirs)
+
+
+def question_of(args, hw: Optional[str], subject: Subject, cwd: Path) -> dict:
+    """Everything a step's answer depends on: the journal's key."""
+    # The suite's own switches (ACCEL_SATURN_SCAN, ACCEL_HW, ...) change what a step answers.
+    switches = {k: v for k, v in sorted(os.environ.items()) if k.startswith("ACCEL_") and not k.startswith("ACCEL_BISECT")}
+    return {"test": args.test, "hw": hw, "seed": args.golden_seed, **subject.key(), "env": switches,
+            "test_file_sha256": _sha256_file(cwd / args.test.split("::")[0]), "python": sys.version.split()[0]}
+
+
 class Bisection:
-    def __init__(self, args, out=None):
-        self.args = args
+    """The steps of one bisection: each version's outcome (run, or read from the journal), what it
+    counts as, and the lines printed about it."""
+
+    def __init__(self, args, subject: Subject, journal: search.Journal, hw: Optional[str], cwd: Path, out=None):
+        self.args, self.subject, self.journal, self.hw, self.cwd = args, subject, journal, hw, cwd
         self.out = out or sys.stdout
         self.bad_verdict = args.bad_verdict
         self.match = re.compile(args.match) if args.match else None
         self.outcomes: dict[str, step.Outcome] = {}
-        self.ran = self.reused = self.skipped = 0
+        self.ran = self.reused = self.skipped = self.steps = 0
         self.build_s = self.run_s = 0.0
         self.last_origin = "run"
 
     def say(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
 
+    def outcome(self, version: str) -> step.Outcome:
+        if version in self.outcomes:
+            return self.outcomes[version]
+        known = self.journal.get(version)
+        if known is not None:
+            o, origin = step.Outcome.from_json(known), "journal"
+            self.reused += 1
+        else:
+            o, origin = self._run(version), "run"
+            self.journal.record(version, o.to_json())
+            self.ran += 1
+            self.build_s += o.build_s
+            self.run_s += o.seconds
+        self.outcomes[version] = o
+        self.steps += 1
+        self.last_origin = origin
+        return o
+
+    def _run(self, version: str) -> step.Outcome:
+        args, s = self.args, self.subject
+        if s.cache is None:
+            py, bins = toolchain_paths(s.dirs[version])
+            return step.run_step(version, args.test, hw=self.hw, seed=args.golden_seed, python_path=py, bin_path=bins,
+                                 cwd=self.cwd, timeout_s=args.step_timeout,
+                                 extra_env={"ACCEL_TOOLCHAIN_DIR": str(s.dirs[version])})
+        try:
+            with s.cache.use({p: version for p in s.packages}) as env:
+                o = step.run_step(version, args.test, hw=self.hw, seed=args.golden_seed, python_path=env.python_path,
+                                  bin_path=env.bin_path, cwd=self.cwd, timeout_s=args.step_timeout)
+                o.build_s, o.env_cached, o.notes = env.build_s, env.cached, env.notes
+                return o
+        except envs.BuildError as exc:
+            return step.Outcome(version, step.BUILD_ERROR, str(exc))
+
+    def classified(self, version: str) -> str:
+        o = self.outcome(version)
+        verdict = self.classify(o)
+        self.report(o, verdict, self.steps, self.last_origin)
+        if verdict == search.SKIP:
+            self.skipped += 1
+        return verdict
     def classify(self, o: step.Outcome) -> str:
         if o.verdict in step.NOT_A_VERDICT:
             return search.SKIP
@@ -146,126 +247,27 @@ class Bisection:
             self.say(f"      skipped: {why}")
 
 
-def main(argv=None, prog: str = "accel-regress bisect") -> int:
-    args = parser(prog).parse_args(argv)
-    start = time.perf_counter()
-    cwd = Path.cwd()
-    from accel_regress.core import registry
-    hw = args.hw or step.backend_of(args.test, registry.names())
 
-    if args.package:
-        packages = [p.strip() for p in args.package.split(",") if p.strip()]
-        if not (args.good and args.bad):
-            print(f"{prog}: --package needs --good and --bad versions", file=sys.stderr)
-            return 2
-        try:
-            listed = {p: versions.available(p, pre=args.pre) for p in packages}
-            order = versions.between(listed, args.good, args.bad)
-            oldest = versions.oldest_common(listed)
-        except versions.IndexLookupError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
-            return 2
-        try:
-            cache = envs.EnvCache(args.env_cache, args.env_cache_bytes, args.installer)
-        except ValueError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
-            return 2
-        subject = {"packages": packages}
-        dirs = {}
-    else:
-        dirs = {}
-        for d in args.toolchain_dir:
-            if not d.is_dir():
-                print(f"{prog}: --toolchain-dir {d}: no such folder", file=sys.stderr)
-                return 2
-            dirs[str(d)] = d.resolve()
-        names = list(dirs)
-        good, bad = args.good or names[0], args.bad or names[-1]
-        if good not in dirs or bad not in dirs or names.index(good) >= names.index(bad):
-            print(f"{prog}: --good and --bad must name two of the --toolchain-dir folders, the good one first",
-                  file=sys.stderr)
-            return 2
-        order = names[names.index(good): names.index(bad) + 1]
-        packages, cache, oldest = [], None, None
-        subject = {"toolchain_dirs": [str(dirs[n]) for n in order]}
-    # The suite's own switches (ACCEL_SATURN_SCAN, ACCEL_HW, ...) change what a step answers.
-    switches = {k: v for k, v in sorted(os.environ.items()) if k.startswith("ACCEL_") and not k.startswith("ACCEL_BISECT")}
-    question = {"test": args.test, "hw": hw, "seed": args.golden_seed, **subject, "env": switches,
-                "test_file_sha256": _sha256_file(cwd / args.test.split("::")[0]), "python": sys.version.split()[0]}
-    qkey = hashlib.sha256(json.dumps(question, sort_keys=True).encode()).hexdigest()[:20]
-    runs = Path(os.environ.get("ACCEL_BISECT_RUNS") or user_cache("bisect-runs"))
-    journal = search.Journal(runs / f"{qkey}.json", question)
-    if args.fresh:
-        journal.path.unlink(missing_ok=True)
-
-    b = Bisection(args)
-    label = ",".join(packages) if packages else "toolchain dirs"
-    b.say(f"bisect: {args.test}" + (f" on {hw}" if hw else "") + f", golden seed {args.golden_seed}")
-    b.say(f"{label}: {len(order)} versions from {order[0]} (good) to {order[-1]} (bad): {', '.join(order)}")
-    if cache is not None:
-        b.say(f"environments: {cache.installer}, cached in {cache.root} (at most {cache.max_bytes >> 20} MiB)")
-    b.say(f"journal: {journal.path}" + (" (resuming: " + str(len(journal.steps())) + " steps known)"
-                                         if journal.steps() else ""))
-
-    n = [0]
-
-    def outcome(version: str) -> step.Outcome:
-        if version in b.outcomes:
-            return b.outcomes[version]
-        known = journal.get(version)
-        if known is not None:
-            o, origin = step.Outcome.from_json(known), "journal"
-            b.reused += 1
-        else:
-            o, origin = _run(version), "run"
-            journal.record(version, o.to_json())
-            b.ran += 1
-            b.build_s += o.build_s
-            b.run_s += o.seconds
-        b.outcomes[version] = o
-        n[0] += 1
-        b.last_origin = origin
-        return o
-
-    def _run(version: str) -> step.Outcome:
-        if cache is None:
-            py, bins = toolchain_paths(dirs[version])
-            return step.run_step(version, args.test, hw=hw, seed=args.golden_seed, python_path=py, bin_path=bins,
-                                 cwd=cwd, timeout_s=args.step_timeout, extra_env={"ACCEL_TOOLCHAIN_DIR": str(dirs[version])})
-        pins = {p: version for p in packages}
-        try:
-            with cache.use(pins) as env:
-                o = step.run_step(version, args.test, hw=hw, seed=args.golden_seed, python_path=env.python_path,
-                                  bin_path=env.bin_path, cwd=cwd, timeout_s=args.step_timeout)
-                o.build_s, o.env_cached, o.notes = env.build_s, env.cached, env.notes
-                return o
-        except envs.BuildError as exc:
-            return step.Outcome(version, step.BUILD_ERROR, str(exc))
-
-    def classified(version: str) -> str:
-        o = outcome(version)
-        verdict = b.classify(o)
-        b.report(o, verdict, n[0], b.last_origin)
-        if verdict == search.SKIP:
-            b.skipped += 1
-        return verdict
-
+def search_range(b: Bisection, prog: str) -> tuple[Optional[dict], Optional[search.Found], Optional[dict]]:
+    """The bisection itself: (result, what the search found, the older lineage offered or run);
+    result None when the ends give no good and bad verdict (said why)."""
+    args, order, label = b.args, b.subject.order, b.subject.label
     # The bad end first: its verdict is what "bad" means unless --bad-verdict says.
-    bad_end = outcome(order[-1])
+    bad_end = b.outcome(order[-1])
     if b.bad_verdict is None:
         b.bad_verdict = bad_end.verdict
-    if classified(order[-1]) != search.BAD or bad_end.verdict == args.good_verdict:
+    if b.classified(order[-1]) != search.BAD or bad_end.verdict == args.good_verdict:
         b.say(f"the bad end {order[-1]} gives {bad_end.verdict}, not a bad verdict: nothing to bisect")
-        return 2
+        return None, None, None
     # The good end, or else the oldest version that gives a verdict at all: an old toolchain the
     # backend cannot drive (a host program format the harness does not read) is no answer. Those
     # are taken to be a prefix of the range and its end is found by binary search.
-    lo, good_end = 0, classified(order[0])
+    lo, good_end = 0, b.classified(order[0])
     if good_end == search.SKIP:
         no, yes = 0, len(order) - 1
         while yes - no > 1:
             mid = (no + yes) // 2
-            if classified(order[mid]) == search.SKIP:
+            if b.classified(order[mid]) == search.SKIP:
                 no = mid
             else:
                 yes = mid
@@ -273,46 +275,83 @@ def main(argv=None, prog: str = "accel-regress bisect") -> int:
         good_end = b.classify(b.outcomes[order[lo]])
         if lo < len(order) - 1:
             b.say(f"      the oldest version with a verdict: {order[lo]}")
-    found: Optional[search.Found] = None
     if lo == len(order) - 1:
         b.say(f"no version before the bad end {order[-1]} gives a verdict: nothing to bisect")
-        return 2
+        return None, None, None
     older = (f" (before it no verdict: {', '.join(v for v in order[:lo] if v in b.outcomes)} tried, "
              f"the rest taken alike)") if lo else ""
-    older_lineage = None
     if good_end == search.BAD:
         b.say(f"\nthe good end {order[lo]} is already bad: no first bad version is known; the oldest version tried "
-              f"is {order[lo]}" + (f" (the oldest {label} on the index)" if order[lo] == oldest else "") + older)
+              f"is {order[lo]}" + (f" (the oldest {label} on the index)" if order[lo] == b.subject.oldest else "") + older)
         result = {"last_good": None, "oldest_tried": order[lo], "good_end_bad": True, "no_verdict": order[:lo]}
-        older_lineage = _older_lineage(args, packages, prog, b)
-    else:
-        rest = order[lo:]
-        b.say(f"bisecting {len(rest) - 2} versions between the ends: about "
-              f"{math.ceil(math.log2(max(1, len(rest) - 1)))} steps")
-        found = search.bisect(rest, classified)
-        result = {"first_bad": found.first_bad, "last_good": found.last_good, "no_verdict": order[:lo]}
-        b.say("")
-        b.say(f"last good: {found.last_good} ({b.outcomes[found.last_good].verdict})")
-        b.say(f"first bad: {found.first_bad} ({b.outcomes[found.first_bad].verdict}: "
-              f"{b.outcomes[found.first_bad].first_line(160)})")
-        if found.skipped:
-            b.say(f"untested (skipped) between them: {', '.join(found.skipped)}: the first bad is one of "
-                  f"{', '.join(found.skipped + [found.first_bad])}")
+        return result, None, _older_lineage(args, b.subject.packages, prog, b.say)
+    rest = order[lo:]
+    b.say(f"bisecting {len(rest) - 2} versions between the ends: about "
+          f"{math.ceil(math.log2(max(1, len(rest) - 1)))} steps")
+    found = search.bisect(rest, b.classified)
+    b.say("")
+    b.say(f"last good: {found.last_good} ({b.outcomes[found.last_good].verdict})")
+    b.say(f"first bad: {found.first_bad} ({b.outcomes[found.first_bad].verdict}: "
+          f"{b.outcomes[found.first_bad].first_line(160)})")
+    if found.skipped:
+        b.say(f"untested (skipped) between them: {', '.join(found.skipped)}: the first bad is one of "
+              f"{', '.join(found.skipped + [found.first_bad])}")
+    return {"first_bad": found.first_bad, "last_good": found.last_good, "no_verdict": order[:lo]}, found, None
+
+
+def upstream_ranges(b: Bisection, result: dict) -> list[upstream_range.Range]:
+    """Each package's release range between the last good and the first bad (tags, compare link)."""
+    s = b.subject
+    if not (s.packages and s.cache is not None and result["last_good"]):
+        return []
+    good_o, bad_o = b.outcomes[result["last_good"]], b.outcomes[result["first_bad"]]
+    ranges = []
+    for p in s.packages:
+        search_path = [s.cache.root / s.cache.key({q: result["first_bad"] for q in s.packages}) / "site",
+                       *map(Path, sys.path)]
+        r = upstream_range.Range(p, upstream_range.repository_url(p, search_path), result["last_good"],
+                                 result["first_bad"], next(iter(good_o.commits().values()), None),
+                                 next(iter(bad_o.commits().values()), None))
+        ranges.append(r)
+        for line in r.lines():
+            b.say(f"upstream: {line}" if not line.startswith(" ") else line)
+    return ranges
+
+
+def main(argv=None, prog: str = "accel-regress bisect") -> int:
+    args = parser(prog).parse_args(argv)
+    start = time.perf_counter()
+    cwd = Path.cwd()
+    from accel_regress.core import registry
+    hw = args.hw or step.backend_of(args.test, registry.names())
+    try:
+        subject = subject_of(args)
+    except UsageProblem as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    question = question_of(args, hw, subject, cwd)
+    qkey = hashlib.sha256(json.dumps(question, sort_keys=True).encode()).hexdigest()[:20]
+    runs = Path(os.environ.get("ACCEL_BISECT_RUNS") or user_cache("bisect-runs"))
+    journal = search.Journal(runs / f"{qkey}.json", question)
+    if args.fresh:
+        journal.path.unlink(missing_ok=True)
+
+    b = Bisection(args, subject, journal, hw, cwd)
+    order = subject.order
+    b.say(f"bisect: {args.test}" + (f" on {hw}" if hw else "") + f", golden seed {args.golden_seed}")
+    b.say(f"{subject.label}: {len(order)} versions from {order[0]} (good) to {order[-1]} (bad): {', '.join(order)}")
+    if subject.cache is not None:
+        b.say(f"environments: {subject.cache.installer}, cached in {subject.cache.root} "
+              f"(at most {subject.cache.max_bytes >> 20} MiB)")
+    b.say(f"journal: {journal.path}" + (" (resuming: " + str(len(journal.steps())) + " steps known)"
+                                         if journal.steps() else ""))
+    result, found, older_lineage = search_range(b, prog)
+    if result is None:
+        return 2
     elapsed = time.perf_counter() - start
     b.say(f"time: {elapsed:.1f} s ({b.ran} steps run: {b.build_s:.1f} s building environments, "
           f"{b.run_s:.1f} s running the test; {b.reused} from the journal; {b.skipped} skipped)")
-    ranges = []
-    if packages and result["last_good"]:
-        good_o, bad_o = b.outcomes[result["last_good"]], b.outcomes[result["first_bad"]]
-        for p in packages:
-            search_path = [cache.root / cache.key({q: result["first_bad"] for q in packages}) / "site",
-                           *map(Path, sys.path)]
-            r = upstream_range.Range(p, upstream_range.repository_url(p, search_path), result["last_good"],
-                                     result["first_bad"], next(iter(good_o.commits().values()), None),
-                                     next(iter(bad_o.commits().values()), None))
-            ranges.append(r)
-            for line in r.lines():
-                b.say(f"upstream: {line}" if not line.startswith(" ") else line)
+    ranges = upstream_ranges(b, result)
     if args.json:
         doc = {"question": question, **result, "seconds": round(elapsed, 1), "versions": order,
                "versions_tried": [v for v in order if v in b.outcomes],
@@ -325,7 +364,7 @@ def main(argv=None, prog: str = "accel-regress bisect") -> int:
 
 
 
-def _older_lineage(args, packages: list[str], prog: str, b: Bisection) -> Optional[dict]:
+def _older_lineage(args, packages: list[str], prog: str, say: Callable[[str], None]) -> Optional[dict]:
     """Offer (or with --older-lineage run) the bisect over the packages' older names; what was
     offered or found, for the JSON (None when no package was renamed)."""
     older = versions.older_lineage(packages)
@@ -336,18 +375,18 @@ def _older_lineage(args, packages: list[str], prog: str, b: Bisection) -> Option
         good = args.older_good or versions.oldest_common(listed)
         bad = versions.newest_common(listed)
     except versions.IndexLookupError as exc:
-        b.say(f"older lineage {','.join(older)}: {exc}")
+        say(f"older lineage {','.join(older)}: {exc}")
         return {"packages": older, "checked": False, "why": str(exc)}
     if good is None or bad is None:
-        b.say(f"older lineage {','.join(older)}: no release they share on the index")
+        say(f"older lineage {','.join(older)}: no release they share on the index")
         return {"packages": older, "checked": False, "why": "no common release on the index"}
     argv = _older_argv(args, older, good, bad, None)
     command = " ".join(shlex.quote(a) for a in [*prog.split(), *argv])
     if not args.older_lineage:
-        b.say(f"older lineage: {','.join(packages)} had older names on the index ({', '.join(older)}: "
+        say(f"older lineage: {','.join(packages)} had older names on the index ({', '.join(older)}: "
               f"{good} .. {bad}); to date it further back:\n  {command}")
         return {"packages": older, "checked": False, "command": command}
-    b.say(f"\nolder lineage: {command}")
+    say(f"\nolder lineage: {command}")
     with tempfile.TemporaryDirectory(prefix="bisect-older-") as tmp:
         out = Path(tmp) / "older.json"
         rc = main(_older_argv(args, older, good, bad, out), prog=prog)

@@ -55,8 +55,8 @@ def _index(monkeypatch):
 def test_older_package_names_are_offered(monkeypatch):
     _index(monkeypatch)
     out = io.StringIO()
-    b = cli.Bisection(_args(), out)
-    found = cli._older_lineage(_args(), ["iree-base-compiler", "iree-base-runtime"], "accel-regress bisect", b)
+    found = cli._older_lineage(_args(), ["iree-base-compiler", "iree-base-runtime"], "accel-regress bisect",
+                               lambda text="": print(text, file=out))
     assert found["checked"] is False and found["packages"] == ["iree-compiler", "iree-runtime"]
     text = out.getvalue()
     assert "iree-compiler, iree-runtime: 20240410.859 .. 20241104.1068" in text
@@ -76,7 +76,7 @@ def test_older_lineage_flag_runs_that_bisect(monkeypatch):
     monkeypatch.setattr(cli, "main", fake_main)
     args = _args("--older-lineage", "--older-good", "20241104.1068")
     with_older = cli._older_lineage(args, ["iree-base-compiler", "iree-base-runtime"], "accel-regress bisect",
-                                    cli.Bisection(args, io.StringIO()))
+                                    lambda text="": None)
     assert ran and ran[0][ran[0].index("--good") + 1] == "20241104.1068"
     assert with_older["checked"] is True and with_older["result"]["oldest_tried"] == "20240410.859"
 
