@@ -88,7 +88,7 @@ def test_single_lane_fma_with_the_slide_before_it_is_the_signature():
     assert _one(body).signature
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 REAL = REPO / "tests" / "selftest" / "fixtures" / "real" / "rvv"
 
 

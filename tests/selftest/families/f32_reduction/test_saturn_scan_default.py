@@ -21,7 +21,7 @@ import pytest
 from accel_regress.core import registry
 from accel_regress.results import summary
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 KNOWN = "tests/test_f32_reduction.py::test_f32_reduction[iree-cpu-erf-64-v-vlen256-specials]"
 
 needs_qemu_rvv = pytest.mark.skipif(registry.availability("qemu-rvv") is not None,
