@@ -194,7 +194,7 @@ def test_matmul_reference_agrees_with_torch(cls):
         for shape in ((17, 17, 17), (127, 129, 131), (1, 257, 63)):
             case = mm.make_case(mm.MatmulConfig(*shape, inputs=cls), seed)
             inputs = mm.make_inputs(case)
-            ours = mm.reference(inputs, cls)
+            ours = mm.product(inputs, cls)
             theirs = torch.matmul(_t(inputs["lhs"]), _t(inputs["rhs"]))
             agree_rounded(f"matmul:matmul:{cls}:seed {seed}:{shape}", ours, theirs, torch.float32,
                           exact=cls in G.BIT_EXACT_CLASSES)
@@ -238,7 +238,7 @@ def test_tile_reference_agrees_with_torch(cls):
             cfg = tiles.TileConfig(8, 64, 3, 48, dtype, pad, "fused", True).with_inputs(cls)
             case = tiles.make_case(cfg, seed)
             inputs = tiles.make_inputs(case)
-            ours = tiles.reference(inputs, cfg)
+            ours = tiles.tile_reference(inputs, cfg)
             prod = torch.mul(_t(inputs["gated"]), _t(inputs["scale"]))
             mask = torch.from_numpy(tiles.valid_mask(cfg))
             theirs = torch.where(mask, prod, torch.tensor(tiles.pad_value(cfg.pad, cfg.dtype), dtype=torch.float64))
