@@ -142,7 +142,7 @@ class Tiles(Family):
         out = emu_tiles.run(case, inputs)
         if fault == "rtz":      # the product rounded toward zero in the tile dtype
             cfg = tiles.config_of(case)
-            ref = tiles.reference(inputs, cfg)
+            ref = tiles.tile_reference(inputs, cfg)
             inside = tiles.valid_mask(cfg)
             got = np.asarray(out["out"], np.float64).copy()
             got[inside] = round_toward_zero(ref[inside], cfg.dtype)
@@ -151,7 +151,7 @@ class Tiles(Family):
 
     def expected(self, case, inputs, legacy=False):
         cfg = tiles.config_of(case)
-        ref = tiles.reference(inputs, cfg)
+        ref = tiles.tile_reference(inputs, cfg)
         return {"out": (ref, tiles.error_model(ref, cfg))}
 
     faults = {"rtz": None}

@@ -59,7 +59,7 @@ def conclusion(verdicts: dict) -> str:
 def _tile(run, cfg, inputs) -> tuple[str, list[str]]:
     """test_tile: the whole tile against the reference, in the family's error model."""
     try:
-        c = tiles.assert_tile_close(run["out"], tiles.reference(inputs, cfg), cfg, name=f"out ({cfg.variant})")
+        c = tiles.assert_tile_close(run["out"], tiles.tile_reference(inputs, cfg), cfg, name=f"out ({cfg.variant})")
     except Mismatch as exc:                       # a TileMismatch: the census and the tile's findings
         return verdicts.FAIL, str(exc).splitlines()
     except VerdictError as exc:

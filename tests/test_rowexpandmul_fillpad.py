@@ -55,7 +55,7 @@ def inputs(case):
 
 @pytest.fixture(scope="module")
 def expected(case, inputs, cfg):
-    return store.cached("expected", case, lambda: tiles.reference(inputs, cfg))
+    return store.cached("expected", case, lambda: tiles.tile_reference(inputs, cfg))
 
 
 # A simulator builds and runs one harness per case: by default it gets seed 002's kernel at

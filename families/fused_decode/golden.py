@@ -324,6 +324,12 @@ def run_pipeline(case: Case, inputs: Mapping[str, np.ndarray], *, bf16: bool = F
     return bufs
 
 
+def reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every buffer of the reference pipeline (run_pipeline): what tolerances() models, per step or
+    the block's output (the family's entry point of accel_regress.core.contracts.GoldenModule)."""
+    return run_pipeline(case, inputs)
+
+
 # The length of the sum each step's f32 part is (1: one operation's rounding or a library
 # function; the model's sigma is then the whole f32 allowance, an upper bound).
 _SUM_LENGTH = {"gemv": lambda ins: ins[0].shape[1], "gemv_batched": lambda ins: ins[0].shape[2],

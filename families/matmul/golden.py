@@ -153,7 +153,7 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
     return {"lhs": _held(a, cfg.lhs), "rhs": _held(b, cfg.rhs)}
 
 
-def reference(inputs: dict[str, np.ndarray], inputs_class: str) -> np.ndarray:
+def product(inputs: dict[str, np.ndarray], inputs_class: str) -> np.ndarray:
     """C in f32: float64, rounded once. Bit-exact classes: float64 is exact; specials as an
     elementwise sum (IEEE 754: inf x 0, inf - inf are NaN; no BLAS, whose kernels may skip zeros)."""
     a = np.asarray(inputs["lhs"], np.float64)
@@ -162,6 +162,12 @@ def reference(inputs: dict[str, np.ndarray], inputs_class: str) -> np.ndarray:
         if inputs_class == "specials":
             return np.einsum("ik,kj->ij", a, b).astype(np.float32)
         return (a @ b).astype(np.float32)
+
+
+def reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """{"out": the product}: what tolerances() models (the family's entry point of
+    accel_regress.core.contracts.GoldenModule)."""
+    return {"out": product(dict(inputs), case.params["inputs"])}
 
 
 def gamma(n: int, u: float = F32_UNIT_ROUNDOFF) -> float:
@@ -192,7 +198,7 @@ def tolerances(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, n
 
 def expected(case: Case, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ErrorModel]:
     """The reference of "out" and its error model (tolerances), in one call."""
-    ref = reference(inputs, case.params["inputs"])
+    ref = product(inputs, case.params["inputs"])
     return ref, tolerances(case, inputs, {"out": ref})["out"]
 
 

@@ -261,10 +261,16 @@ def store(tile: np.ndarray) -> np.ndarray:
     return np.array(tile, np.float64, copy=True)
 
 
-def reference(inputs: Mapping[str, np.ndarray], cfg: TileConfig) -> np.ndarray:
+def tile_reference(inputs: Mapping[str, np.ndarray], cfg: TileConfig) -> np.ndarray:
     """The expected [R, C] output in float64 (exact: see the module docstring)."""
     with np.errstate(over="ignore", invalid="ignore"):     # IEEE 754: inf x 0 is NaN, overflow inf
         return _reference(inputs, cfg)
+
+
+def reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """{"out": the stored tile}: what tolerances() models (the family's entry point of
+    accel_regress.core.contracts.GoldenModule)."""
+    return {"out": tile_reference(inputs, config_of(case))}
 
 
 def _reference(inputs: Mapping[str, np.ndarray], cfg: TileConfig) -> np.ndarray:

@@ -14,7 +14,7 @@ from accel_regress.results.upstream.bundle import Expected
 
 def expected(case: Case, inputs) -> dict[str, Expected]:
     cfg = tiles.config_of(case)
-    ref = tiles.reference(inputs, cfg)
+    ref = tiles.tile_reference(inputs, cfg)
     exact = tiles.bit_exact(cfg)
     how = (f"float64 product gated x scale of the {cfg.dtype} inputs with the valid shape and pad applied "
            "(accel-regress, families/rowexpandmul_fillpad/golden.py)"

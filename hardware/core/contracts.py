@@ -48,6 +48,9 @@ class GoldenModule(Protocol):
 
     def make_inputs(self, case: Case) -> Arrays: ...
 
+    # What is right: {output: array} in float64 (or wider than the device), the ``ref`` tolerances takes.
+    def reference(self, case: Case, inputs: Arrays) -> Arrays: ...
+
     def tolerances(self, case: Case, inputs: Arrays, ref: Arrays) -> Mapping[str, ErrorModel]: ...
 
 

@@ -21,7 +21,7 @@ The parts, and why each is there:
 - make_case / SHAPES: the cases. A case is (op, id, params, seed); its inputs are a function of it,
   so a fault, a worker process and the golden store all see the same inputs.
 - make_inputs(case): the inputs, from the case's seed, in the dtype the device takes.
-- reference(inputs): the exact answer, in float64 (an oracle more precise than the device).
+- reference(case, inputs): the exact answer, in float64 (an oracle more precise than the device).
 - output_contract(case): each output's dtype and shape; a backend that returns anything else is a
   FAIL before any comparison.
 - tolerances(case, inputs, ref): the error model. Per element, how far the device may be from the
@@ -61,7 +61,7 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
     return {{name: gen.uniform(g, shape, -2.0, 2.0).astype(np.float32) for name in ("x", "w", "b")}}
 
 
-def reference(inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     x, w, b = (inputs[n].astype(np.float64) for n in ("x", "w", "b"))
     return {{"y": x * w + b}}
 
@@ -165,7 +165,7 @@ def inputs(case):
 @pytest.fixture
 def expected(case, inputs):
     def compute():
-        ref = golden.reference(inputs)
+        ref = golden.reference(case, inputs)
         return ref, golden.tolerances(case, inputs, ref)
     return store.cached("expected", case, compute)
 

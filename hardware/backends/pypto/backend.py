@@ -280,7 +280,7 @@ class PyptoBackend(Backend):
         _write_text(script, program.render(cfg, case.id, rtol=u, atol=sub))
         data = work / "data"
         tdtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg.dtype]
-        ref = tiles.reference(inputs, cfg)
+        ref = tiles.tile_reference(inputs, cfg)
         valid_rows = cfg.valid_rows if cfg.valid_rows is not None else cfg.valid_row
         ins = {"gated": _tensor(inputs["gated"], tdtype), "scale": _tensor(inputs["scale"], tdtype),
                "valid_rows": torch.tensor(valid_rows, dtype=torch.int32)}

@@ -25,6 +25,8 @@ GOOD = {
             return {"x": np.arange(4.0)}
         def output_contract(case):
             return {"out": ("float64", (4,))}
+        def reference(case, inputs):
+            return {"out": 2 * inputs["x"]}
         def tolerances(case, inputs, ref):
             from accel_regress.golden.tolerance import exact_model
             return {"out": exact_model(ref["out"].shape)}
@@ -139,12 +141,15 @@ def test_a_backend_missing_its_dependency_stays_unavailable(team):
 
 @pytest.mark.parametrize("kind, files, problem", [
     ("family", {"golden_twice.py": 'OP = "twice"\n'}, "no make_inputs(case)"),
-    ("family", {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case): return {}\n'},
+    ("family", {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case): return {}\ndef reference(case, inputs): return {}\n'},
      "no tolerances(case, inputs, ref)"),
-    ("family", {"golden_twice.py": 'OP = "thrice"\ndef make_inputs(case): return {}\n'
+    ("family", {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case): return {}\n'
+                                   'def tolerances(case, inputs, ref): return {}\n'},
+     "no reference(case, inputs)"),
+    ("family", {"golden_twice.py": 'OP = "thrice"\ndef make_inputs(case): return {}\ndef reference(case, inputs): return {}\n'
                                    'def tolerances(case, inputs, ref): return {}\n'},
      "its OP is 'thrice', not the name it is registered under"),
-    ("family", {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case): return {}\n'
+    ("family", {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case): return {}\ndef reference(case, inputs): return {}\n'
                                    'def tolerances(inputs, ref): return {}\n'},
      "tolerances(inputs, ref) cannot be called as tolerances(case, inputs, ref)"),
     ("emu_model", {"emu_twice.py": "def run(inputs): return inputs\n"}, "run(inputs) cannot be called as run(case, inputs)"),
@@ -242,7 +247,8 @@ def test_a_golden_module_without_tolerances_is_one_usage_error_before_any_case(t
     the summary said DON'T SHIP as if the device were wrong."""
     team({"accel_regress.families": "twice = twice_pkg.golden_twice",
           "accel_regress.emu_models": "twice = twice_pkg.emu_twice"},
-         {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case):\n    return {}\n'})
+         {"golden_twice.py": 'OP = "twice"\ndef make_inputs(case):\n    return {}\n'
+                           'def reference(case, inputs):\n    return {}\n'})
     res = _run(pytester, *args)
     out = res.stdout.str() + res.stderr.str()
     assert res.ret == pytest.ExitCode.USAGE_ERROR, out

@@ -50,6 +50,7 @@ def _install(root, entry_points: dict, name="outside-pkg"):
         FAULTS = {"outside-off-by-one": off_by_one}
     '''))
     (pkg / "golden_twice.py").write_text('OP = "twice"\ndef make_inputs(case):\n    return {}\n'
+                                         'def reference(case, inputs):\n    return {}\n'
                                          'def tolerances(case, inputs, ref):\n    return {}\n')
     info = root / f"{name.replace('-', '_')}-0.1.dist-info"
     info.mkdir(exist_ok=True)

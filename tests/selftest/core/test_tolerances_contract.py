@@ -62,7 +62,7 @@ def test_f32_reduction_tolerances_cover_every_output(kind):
 def test_rowexpandmul_tolerances_are_the_tile_allowance(cfg):
     case = tiles.make_case(cfg)
     inputs = tiles.make_inputs(case)
-    ref = tiles.reference(inputs, cfg)
+    ref = tiles.tile_reference(inputs, cfg)
     model = _models(tiles.tolerances(case, inputs, {"out": ref}))["out"]
     np.testing.assert_array_equal(model.tol, tiles.tolerance_for(ref, cfg))
     assert model.kind == (None if tiles.bit_exact(cfg) else "rounding")
@@ -89,3 +89,35 @@ def test_fused_decode_tolerances_of_both_programs(cfg):
     chain = F.run_pipeline(steps, inputs, bf16=True)
     first = F.block(steps)[0].out
     assert np.all(np.abs(chain[first] - bufs[first]) <= models[first].tol)
+
+
+# One small case per built-in family: reference(case, inputs) is the ``ref`` tolerances() takes,
+# and together they cover every output the family's backends return.
+REFERENCE_CASES = {
+    "gemm_partition_n": lambda: gemm.make_case(gemm.CI_CONFIGS[7]),
+    "matmul": lambda: mm.make_case(mm.MatmulConfig(9, 33, 17, inputs="normal")),
+    "f32_reduction": lambda: R.make_case("layernorm", (4, 64)),
+    "rowexpandmul_fillpad": lambda: tiles.make_case(tiles.seed_config(3)),
+    "fused_decode": lambda: F.make_case(F.SMALL),
+}
+
+
+def test_reference_is_a_checked_member_of_the_golden_contract():
+    assert "reference" in contracts._members(contracts.GoldenModule)[1]
+    assert set(REFERENCE_CASES) == set(registry.registrations("family"))
+
+
+@pytest.mark.parametrize("op", sorted(REFERENCE_CASES))
+def test_reference_is_what_tolerances_models(op):
+    module = registry.registrations("family")[op].load()
+    case = REFERENCE_CASES[op]()
+    inputs = module.make_inputs(case)
+    ref = module.reference(case, inputs)
+    assert isinstance(ref, dict) and all(isinstance(v, np.ndarray) for v in ref.values()), type(ref)
+    models = _models(module.tolerances(case, inputs, ref))
+    for name, model in models.items():
+        assert np.shape(model.tol) in ((), np.shape(ref[name])), name
+    contract = getattr(module, "output_contract", None)
+    if contract is not None:      # named outputs; a pattern ("*": gemm's partitions C_0..) is the backend's split of C
+        named = {k for k in contract(case) if "*" not in k}
+        assert named <= set(ref), (named, set(ref))

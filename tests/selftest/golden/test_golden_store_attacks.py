@@ -239,7 +239,7 @@ def make_inputs(case):
 def tolerances(case, inputs, ref):
     from accel_regress.golden.tolerance import exact_model
     return {{"y": exact_model(np.shape(ref["y"]))}}
-def reference(inputs):
+def reference(case, inputs):
     time.sleep(0.05)                          # worth keeping in the store
     extra = float(Path({extra!r}).read_text())   # a file outside the package: not in the store's key
     return SCALE * inputs["x"] + extra
@@ -262,7 +262,7 @@ def inputs(case):
 
 @pytest.fixture
 def expected(case, inputs):
-    return store.cached("expected", case, lambda: golden.reference(inputs))
+    return store.cached("expected", case, lambda: golden.reference(case, inputs))
 
 @pytest.mark.parametrize("case", [4, 8], indirect=True)
 def test_double(hw, case, inputs, expected):

@@ -22,7 +22,7 @@ SMALL_TEST = textwrap.dedent('''
     @pytest.mark.parametrize("part", range(4), ids=lambda p: f"C{p}")
     def test_partition(run, part):
         r, inputs = run
-        ref = gemm.reference(inputs)
+        ref = gemm.product(inputs)
         tol = gemm.tolerance_for(inputs, ref, CFG)
         assert_close(r[f"C_{part}"][:CFG.M, :CFG.n_part], gemm.partition(ref, CFG, part),
                      tol=gemm.partition(tol, CFG, part), min_corr=gemm.MIN_CORR, name=f"C_{part}")

@@ -368,7 +368,7 @@ def test_seed002_tile_mismatch_gives_its_arrays():
     cfg = tiles.seed_config(1, "fused", True)
     case = tiles.make_case(cfg)
     inputs = tiles.make_inputs(case)
-    ref = tiles.reference(inputs, cfg)
+    ref = tiles.tile_reference(inputs, cfg)
     bad = emu_tiles.bare_tile_validshape(case, {"out": ref.copy()})["out"]
     with pytest.raises(tiles.TileMismatch) as err:
         tiles.assert_tile_close(bad, ref, cfg)

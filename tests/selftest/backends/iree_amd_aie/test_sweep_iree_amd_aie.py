@@ -98,7 +98,7 @@ def test_runs_with_the_real_flags_and_bf16_inputs(standin):
     inputs = mm.make_inputs(case)
     out = backend.run(case, inputs)["out"]
     assert out.dtype == np.float32
-    np.testing.assert_array_equal(out, mm.reference(inputs, "exact"))
+    np.testing.assert_array_equal(out, mm.product(inputs, "exact"))
     compile_argv = _compile_argv(standin["log"])
     for flag in ("--iree-hal-target-backends=amd-aie", "--iree-amdaie-target-device=npu1_4col",
                  "--iree-amdaie-lower-to-aie-pipeline=objectFifo", "--iree-amdaie-tile-pipeline=pack-peel",
@@ -124,7 +124,7 @@ def test_seed_era_compiler_gets_its_own_flags(seed_era):
     assert v["hal-driver"] == "xrt" and "tile_pipeline" not in v
     case = mm.make_case(mm.MatmulConfig(64, 96, 32))
     inputs = mm.make_inputs(case)
-    np.testing.assert_array_equal(backend.run(case, inputs)["out"], mm.reference(inputs, "exact"))
+    np.testing.assert_array_equal(backend.run(case, inputs)["out"], mm.product(inputs, "exact"))
     argv = _compile_argv(seed_era["log"])
     assert "--iree-amdaie-use-pipeline=pad-pack" in argv
     assert f"--iree-amd-aie-mlir-aie-install-dir={seed_era['mlir_aie']}" in argv
@@ -156,7 +156,7 @@ def test_hal_driver_is_one_both_tools_have(standin, monkeypatch, era, drivers, e
     assert backend.versions()["hal-driver"] == expected
     case = mm.make_case(mm.MatmulConfig(32, 32, 32))
     inputs = mm.make_inputs(case)
-    np.testing.assert_array_equal(backend.run(case, inputs)["out"], mm.reference(inputs, "exact"))
+    np.testing.assert_array_equal(backend.run(case, inputs)["out"], mm.product(inputs, "exact"))
     assert f"--iree-amdaie-device-hal={expected}" in _compile_argv(standin["log"])
     assert f"--device={expected}" in _run_argv(standin["log"])
 

@@ -53,7 +53,7 @@ def _case(cfg):
 
 def _check_numbers(out, cfg, inputs):
     """Every output against the torch reference within the GEMM error model (golden/)."""
-    ref = gemm.reference(inputs)
+    ref = gemm.product(inputs)
     tol = gemm.tolerance_for(inputs, ref, cfg)
     assert out["forward"].shape == (1, cfg.M, cfg.N)
     assert_close(out["forward"], ref[None], tol=tol[None], min_corr=gemm.MIN_CORR, name="forward")
@@ -383,7 +383,7 @@ def test_stale_dma_is_caught(raw, monkeypatch):
     monkeypatch.setenv("PYXRT_STANDIN_STALE_DMA", "1")
     case, inputs = _case(P4)
     out = registry.get("npu").run(case, inputs)
-    ref = gemm.reference(inputs)
+    ref = gemm.product(inputs)
     tol = gemm.tolerance_for(inputs, ref, P4)
     assert_close(out["C_0"][:P4.M, :P4.n_part], gemm.partition(ref, P4, 0), tol=gemm.partition(tol, P4, 0))
     with pytest.raises(Mismatch):
@@ -411,11 +411,11 @@ def test_iron_bugs_are_caught(iron, monkeypatch, bug, caught):
     out = registry.get("npu").run(case, inputs)
     with pytest.raises((Mismatch, AssertionError)):
         _check_numbers(out, cfg, inputs) if caught == "forward" else assert_close(
-            out["C_1"][:cfg.M, :cfg.n_part], gemm.partition(gemm.reference(inputs), cfg, 1),
-            tol=gemm.partition(gemm.tolerance_for(inputs, gemm.reference(inputs), cfg), cfg, 1),
+            out["C_1"][:cfg.M, :cfg.n_part], gemm.partition(gemm.product(inputs), cfg, 1),
+            tol=gemm.partition(gemm.tolerance_for(inputs, gemm.product(inputs), cfg), cfg, 1),
             min_corr=gemm.MIN_CORR)
-    assert_close(out["C_0"][:cfg.M, :cfg.n_part], gemm.partition(gemm.reference(inputs), cfg, 0),
-                 tol=gemm.partition(gemm.tolerance_for(inputs, gemm.reference(inputs), cfg), cfg, 0))
+    assert_close(out["C_0"][:cfg.M, :cfg.n_part], gemm.partition(gemm.product(inputs), cfg, 0),
+                 tol=gemm.partition(gemm.tolerance_for(inputs, gemm.product(inputs), cfg), cfg, 0))
 
 
 @pytest.mark.parametrize("state", HANG_STATES + ["ERT_CMD_STATE_ERROR"])

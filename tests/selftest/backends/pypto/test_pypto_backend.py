@@ -183,7 +183,7 @@ def test_sim_runs_match_the_golden(standin, cfg):
     case, inputs = _case(cfg)
     out = standin.run(case, inputs)["out"]
     assert out.dtype == np.float32 and out.shape == (cfg.rows, cfg.cols)
-    tiles.assert_tile_close(out, tiles.reference(inputs, cfg), cfg)
+    tiles.assert_tile_close(out, tiles.tile_reference(inputs, cfg), cfg)
 
 
 def test_seed_bug_is_named_by_the_census(standin, monkeypatch):
@@ -191,7 +191,7 @@ def test_seed_bug_is_named_by_the_census(standin, monkeypatch):
     cfg = tiles.seed_config(1)
     case, inputs = _case(cfg)
     with pytest.raises(tiles.TileMismatch) as info:
-        tiles.assert_tile_close(standin.run(case, inputs)["out"], tiles.reference(inputs, cfg), cfg)
+        tiles.assert_tile_close(standin.run(case, inputs)["out"], tiles.tile_reference(inputs, cfg), cfg)
     text = str(info.value)
     assert "255 / 4096" in text
     assert "valid region, wrong values: row 0, cols 1-15: 15 elements" in text

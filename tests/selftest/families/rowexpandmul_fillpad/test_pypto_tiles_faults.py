@@ -19,7 +19,7 @@ def _run(cfg, seed=0):
 def test_clean_emu_passes_every_case_over_20_seeds(seed):
     for cfg in ALL:
         _, inputs, out = _run(cfg, seed)
-        ref = tiles.reference(inputs, cfg)
+        ref = tiles.tile_reference(inputs, cfg)
         tiles.assert_tile_close(out["out"], ref, cfg)
         assert tiles.padded_region_report(out["out"], cfg)[0]
 
@@ -29,7 +29,7 @@ def test_seed_case_census_under_the_board_fault():
     case, inputs, out = _run(cfg)
     bad = emu.FAULTS["pto-bare-tile-validshape"](case, dict(out))["out"]
     with pytest.raises(tiles.TileMismatch) as info:
-        tiles.assert_tile_close(bad, tiles.reference(inputs, cfg), cfg)
+        tiles.assert_tile_close(bad, tiles.tile_reference(inputs, cfg), cfg)
     c = info.value.census
     assert (c.over_tolerance, c.elements) == (255, 4096)
     assert c.where() == "row 0, cols 1-255: 255 elements"
@@ -45,7 +45,7 @@ def test_faults_hit_fused_only(name):
     fault = emu.FAULTS[name]
     for cfg in ALL:
         case, inputs, out = _run(cfg)
-        ref = tiles.reference(inputs, cfg)
+        ref = tiles.tile_reference(inputs, cfg)
         if cfg.variant != "fused":
             got = fault(case, dict(out))
             assert np.array_equal(got["out"], out["out"]), f"{name} touched control {cfg.id}"
@@ -68,7 +68,7 @@ def test_error_model_is_tight():
     for dtype in tiles.DTYPES:
         cfg = tiles.TileConfig(8, 64, 3, 48, dtype, "min", "fused")
         _, inputs, out = _run(cfg)
-        ref = tiles.reference(inputs, cfg)
+        ref = tiles.tile_reference(inputs, cfg)
         got = out["out"].copy()
         _, u, _, _ = tiles.DTYPES[dtype]
         got[1, 7] = tiles.round_to(got[1, 7] * (1 + 4 * u), dtype)
