@@ -43,8 +43,9 @@ class Job:
 _FAULT_EFFECT: dict = {}
 
 
-def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    if set(before) != set(after):
+def _changed(before: Mapping[str, Any], after: Any) -> bool:
+    # A fault may return anything (a list, a tensor): whatever is not the same mapping changed it.
+    if not isinstance(after, Mapping) or set(before) != set(after):
         return True
     try:
         return not all(np.array_equal(np.asarray(before[k]), np.asarray(after[k]), equal_nan=True) for k in before)
