@@ -172,6 +172,15 @@ class TorchCpuBackend(TorchBackend):
     def availability(self) -> Optional[str]:
         return None if _torch_version() is not None else "torch is not installed (pip install torch)"
 
+    def device_facts(self, torch) -> dict[str, str]:
+        # Whether a large bf16 GEMM goes to oneDNN here (mkldnn on, and a CPU with AVX512BW/VL/DQ:
+        # pytorch/pytorch aten/src/ATen/native/mkldnn/Matmul.cpp use_mkldnn_bf16_matmul), which
+        # decides expectations/torch-cpu.toml's subnormal entry: "1" yes, "0" no.
+        from accel_regress.backends.torch_device import numerics
+        enabled = numerics.requested().get("mkldnn.enabled", torch.backends.mkldnn.enabled)
+        onednn = bool(torch.backends.mkldnn.is_available() and enabled and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        return {**super().device_facts(torch), "onednn-bf16-gemm": "1" if onednn else "0"}
+
 
 class TorchCudaBackend(TorchBackend):
     device_type = "cuda"

@@ -77,6 +77,10 @@ def test_the_record_holds_the_settings_of_the_torch_found(monkeypatch):
         str(torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)
     assert v["numerics.mkldnn.enabled"] == str(torch.backends.mkldnn.enabled)
     assert v["numerics.float32_matmul_precision"] == torch.get_float32_matmul_precision()
+    avx512 = torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    assert v["onednn-bf16-gemm"] == ("1" if avx512 and torch.backends.mkldnn.enabled else "0")
+    monkeypatch.setenv(numerics.ENV, "mkldnn.enabled=0")
+    assert registry.get("torch-cpu").versions()["onednn-bf16-gemm"] == "0"   # the known-bug entry then does not hold
     monkeypatch.setenv(numerics.ENV, "cuda.matmul.allow_tf32=1")
     assert registry.get("torch-cpu").versions()["numerics.cuda.matmul.allow_tf32"] == f"True ({numerics.ENV})"
 
