@@ -12,7 +12,6 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from accel_regress.results.history import localserver
 from accel_regress.results.history import schema as S
 from accel_regress.results.history.store import History
 
@@ -20,15 +19,6 @@ from test_history_store import make_results, write
 
 WRITERS = 10
 CASES = 300
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    why = localserver.unavailable()
-    if why:
-        pytest.skip(why)
-    with localserver.LocalServer() as server:
-        yield server
 
 
 @pytest.mark.parametrize("backend", ["postgresql", "sqlite"])

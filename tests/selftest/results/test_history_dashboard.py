@@ -39,16 +39,6 @@ def _runs() -> list[dict]:
     return out
 
 
-@pytest.fixture(scope="module")
-def postgres():
-    from accel_regress.results.history import localserver
-    why = localserver.unavailable()
-    if why:
-        pytest.skip(why)
-    with localserver.LocalServer() as server:
-        yield server
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def page(request, tmp_path) -> Path:
     location = (str(tmp_path / "history.sqlite") if request.param == "sqlite"

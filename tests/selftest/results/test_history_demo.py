@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from accel_regress.results.history import localserver
 
 REPO = Path(__file__).resolve().parents[3]
 FAULTS = REPO / "tests" / "selftest" / "fixtures" / "history_faults.py"
@@ -68,15 +67,6 @@ def runs(tmp_path_factory):
     for n, (fault, run) in enumerate(PLAN):
         reports.append(_session(root, n, history, fault, run)[0])
     return root, history, reports
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    why = localserver.unavailable()
-    if why:
-        pytest.skip(why)
-    with localserver.LocalServer() as server:
-        yield server
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -35,7 +35,6 @@ import sqlalchemy as sa
 from accel_regress.results import record
 
 from accel_regress.util import strict_json
-from accel_regress.results.history import localserver
 from accel_regress.results.history import schema as S
 from accel_regress.results.history.location import HistoryError
 from accel_regress.results.history.store import History
@@ -62,22 +61,6 @@ def results(n: int, cells: dict, host="runner-1", revision=None, project=PROJECT
 def write(path: Path, data: dict) -> Path:
     path.write_text(strict_json.dumps(data) + "\n")
     return path
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    why = localserver.unavailable()
-    if why:
-        pytest.skip(why)
-    with localserver.LocalServer() as server:
-        yield server
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def location(request, tmp_path):
-    if request.param == "sqlite":
-        return str(tmp_path / "history.sqlite")
-    return request.getfixturevalue("postgres").create_database()
 
 
 def _gate(capsys, *argv) -> tuple[int, str]:

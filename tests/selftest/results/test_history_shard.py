@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from accel_regress.results import record
-from accel_regress.results.history import localserver, shard
+from accel_regress.results.history import shard
 
 
 def test_parse():
@@ -47,7 +47,6 @@ def test_assign_is_a_partition_within_four_thirds_of_the_best():
 def test_unknown_durations_count_as_the_median():
     assert shard.loads([4.0, None, 2.0], [0, 1, 1], 2) == [4.0, 5.0]
     assert shard.loads([None, None], [0, 1], 2) == [1.0, 1.0]
-
 
 
 # test_case[emu-N] takes N/10 s: a split by the durations differs from a split by count.
@@ -101,15 +100,6 @@ def _gate(capsys, *argv) -> tuple[int, str]:
     code = gate.main([str(a) for a in argv])
     cap = capsys.readouterr()
     return code, cap.out + cap.err
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    why = localserver.unavailable()
-    if why:
-        pytest.skip(why)
-    with localserver.LocalServer() as server:
-        yield server
 
 
 def _history(kind: str, request, tmp_path: Path, name: str) -> str:

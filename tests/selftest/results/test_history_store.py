@@ -20,7 +20,6 @@ import sqlalchemy as sa
 from accel_regress.results import record
 
 from accel_regress.util import strict_json
-from accel_regress.results.history import localserver
 from accel_regress.results.history import questions as Q
 from accel_regress.results.history import schema as S
 from accel_regress.results.history.location import HistoryError
@@ -44,22 +43,6 @@ def make_results(n: int, cells: dict, fault=None, host="runner-1", versions=None
 def write(path: Path, data: dict) -> Path:
     path.write_text(strict_json.dumps(data) + "\n")
     return path
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    why = localserver.unavailable()
-    if why:
-        pytest.skip(why)
-    with localserver.LocalServer() as server:
-        yield server
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def location(request, tmp_path):
-    if request.param == "sqlite":
-        return str(tmp_path / "history.sqlite")
-    return request.getfixturevalue("postgres").create_database()
 
 
 def _count(h: History, table) -> int:
