@@ -13,29 +13,12 @@ import accel_regress
 
 pytest_plugins = ["pytester"]
 
+# The shared small GEMM test, without its docstring (tests/selftest/fixtures/small_gemm_case.py)
+SMALL_CASE = (Path(__file__).parents[1] / "fixtures" / "small_gemm_case.py").read_text().split('"""', 2)[2].lstrip("\n")
+
 REPO = Path(accel_regress.__file__).resolve().parents[1]
 
-SMALL = '''
-import pytest
-from accel_regress.golden import assert_close
-from accel_regress.families.gemm_partition_n import golden as gemm
-
-pytestmark = pytest.mark.family(gemm.OP)
-CFG = gemm.CI_CONFIGS[7]     # M64-K512-N256-...-P4
-
-@pytest.fixture(scope="module")
-def run(hw, golden_seed):
-    case = gemm.make_case(CFG, golden_seed)
-    return hw.run(case, gemm.make_inputs(case)), gemm.make_inputs(case)
-
-@pytest.mark.parametrize("part", range(4), ids=lambda p: f"C{p}")
-def test_partition(run, part):
-    r, inputs = run
-    ref = gemm.product(inputs)
-    tol = gemm.tolerance_for(inputs, ref, CFG)
-    assert_close(r[f"C_{part}"][:CFG.M, :CFG.n_part], gemm.partition(ref, CFG, part),
-                 tol=gemm.partition(tol, CFG, part), min_corr=gemm.MIN_CORR, name=f"C_{part}")
-
+SMALL = "\n" + SMALL_CASE + '''
 @pytest.mark.large
 def test_big(hw):
     pass
