@@ -95,6 +95,20 @@ def test_log_softmax_default_cases_catch_its_mutants(mutant):
     assert any(_caught("log_softmax", cls, mutant, shape=shape) for shape, cls in LSM_DEFAULT)
 
 
+def test_log_softmax_outputs_get_the_statistics():
+    """Its error model is the other row kinds' (kind accumulation, the exp and log ulp bounds as the
+    library share, a row one term, sigma = the rest of the allowance), so bias, magnitude bias and
+    the clipped spread are judged on every default case, in units of sigma."""
+    for shape, cls in LSM_DEFAULT:
+        case = R.make_case("log_softmax", shape, inputs=cls)
+        ins = R.make_inputs(case)
+        ref = R.reference(case, ins)
+        model = R.tolerances(case, ins, ref)["y"]
+        assert model.kind == "accumulation" and model.rows_correlated and model.lib is not None
+        c = census(MUT.compute("log_softmax", ins)["y"], ref["y"], tol=model, name="y")
+        assert c.ok and c.stats is not None and c.stats["unit"] == "sigma" and c.stats["spread"]["ok"], (shape, cls)
+
+
 def test_log_softmax_wide_rows_are_what_catch_a_naive_log_of_softmax():
     """log(softmax(x)) is right to a few ulp wherever exp(x - max) stays a normal f32: it passes
     every default case but the normal class, whose rows of spread 48 (R.LOGIT_SCALES) reach
