@@ -16,8 +16,9 @@ without the bfp16-quantized reference, as before the statistical check existed):
 
 ``--curve``: the detection rate of the project's own mutants against size (issue 38): GEMM
 partial sums in bf16 (per K tile of 64, or every addition) for K 32..8192; the reductions' bf16
-and f16 accumulators, one-pass variance and a moved eps for row lengths 33..16384; the fused
-block's steps with f16 / bf16 accumulators (tests/selftest/fixtures/*_mutants.py), per block.
+and f16 accumulators, one-pass variance, a moved eps and log-softmax's wrong forms (log of
+softmax, no max subtracted, max + log(sum) first) for row lengths 33..16384; the fused block's
+steps with f16 / bf16 accumulators (tests/selftest/fixtures/*_mutants.py), per block.
 
     python benchmarks/bench_detection.py [--seeds 50]
     python benchmarks/bench_detection.py --curve --seeds 3

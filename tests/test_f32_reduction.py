@@ -46,7 +46,7 @@ CLASS_DEFAULT = {"shifted": ("mean_var", "softmax"), "exact": ("row_sum", "matmu
 # class (rows with a mean of 1000 spreads, and near-constant rows under the eps scale: R.near_constant)
 # and, where the kind has it, the specials class next to the tail.
 TAIL = (R.TAIL_ROWS, 33)
-TAIL_CLASS_DEFAULT = {"shifted": R.ROW_KINDS, "specials": ("row_sum", "softmax")}
+TAIL_CLASS_DEFAULT = {"shifted": R.ROW_KINDS, "specials": ("row_sum", "softmax", "log_softmax")}
 
 
 def _classed():
@@ -72,7 +72,7 @@ def _classed():
 def _default():
     out = [_p(k, R.SEED_SHAPES[k], *BASE) for k in R.KINDS]
     out += [_p("row_sum", (R.TAIL_ROWS, n), *BASE) for n in R.TAIL_LENGTHS]
-    out += [_p(k, (R.TAIL_ROWS, 33), *BASE) for k in ("mean_var", "layernorm", "rmsnorm", "softmax")]
+    out += [_p(k, (R.TAIL_ROWS, 33), *BASE) for k in R.ROW_KINDS if k != "row_sum"]
     out += [_p(k, R.SEED_SHAPES[k], "v", vlen) for k in ("layernorm", "softmax") for vlen in (128, 512)]
     for k in ("layernorm", "softmax"):
         out += [_p(k, R.SEED_SHAPES[k], v, 256) for v in ("novec", "v-vw0", "v-reassoc")]
@@ -85,7 +85,7 @@ def _default():
 def _large(default_ids):
     out = []
     shapes = {k: [R.SEED_SHAPES[k]] for k in R.KINDS}
-    for k in ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax"):
+    for k in R.ROW_KINDS:
         shapes[k] = shapes[k] + [(R.TAIL_ROWS, n) for n in R.TAIL_LENGTHS]
     for k in R.KINDS:
         for shape in shapes[k]:

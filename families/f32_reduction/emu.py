@@ -5,7 +5,7 @@ iree_program.py). Reduction order follows the variant's codegen (hardware/backen
 shows it per dispatch): ``vfredosum`` (ordered) and scalar loops sum sequentially; with
 reassociated FP reductions (``v-reassoc``, ``vfredusum``) each row is summed as VLEN/32 strided
 lane partial sums joined by a pairwise tree. Library functions: exp and erf rounded once from
-float64 (numpy's f32 exp is used where cheaper), rsqrt as 1/sqrt (two roundings).
+float64 (numpy's f32 exp and log are used where cheaper), rsqrt as 1/sqrt (two roundings).
 
 Fault (seed 004): ``saturn-f32-reduction-hang``: every case with an f32 reduction hangs at its
 first dispatch (``[dn]`` with no ``[dc]``, as Saturn did); controls are unaffected.
@@ -89,6 +89,11 @@ def run(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         e = np.exp((x - x.max(axis=1, keepdims=True)).astype(F32)).astype(F32)
         s = _sum_rows(e, variant, vlen)
         return {"y": (e / s[:, None]).astype(F32)}
+    if kind == "log_softmax":
+        x = inputs["x"]
+        a = (x - x.max(axis=1, keepdims=True)).astype(F32)
+        s = _sum_rows(np.exp(a).astype(F32), variant, vlen)
+        return {"y": (a - np.log(s).astype(F32)[:, None]).astype(F32)}
     if kind in ("matmul", "bmm"):
         return {"c": _matmul(inputs["a"], inputs["b"])}
     if kind == "i8_matmul":

@@ -1,8 +1,8 @@
 """The f32 reduction family (seed 004): cases, inputs, float64 references and the error model.
 
 Kinds with an f32 reduction: ``row_sum``, ``mean_var`` (mean and two-pass variance),
-``layernorm``, ``rmsnorm``, ``softmax`` (max + sum(exp)), ``matmul`` (f32) and ``bmm`` (f32
-batched matmul). Controls that seed 004 found healthy (``has_f32_reduction`` False): ``rsqrt``,
+``layernorm``, ``rmsnorm``, ``softmax`` (max + sum(exp)), ``log_softmax`` (x - max - log(sum(exp))),
+``matmul`` (f32) and ``bmm`` (f32 batched matmul). Controls that seed 004 found healthy (``has_f32_reduction`` False): ``rsqrt``,
 ``sqrt``, ``erf``, ``cvt`` (f32 -> i32 truncation and i32 -> f32), ``divide`` and ``i8_matmul``
 (i8 x i8 -> i32).
 
@@ -27,7 +27,7 @@ product and a sum once, which only removes a factor. The reference is float64 on
 inputs, so the only error is the device's.
 
 Library functions are held to the OpenCL C single-precision accuracy table (full profile):
-exp 3 ulp, erf 16 ulp, rsqrt 2 ulp, sqrt 3 ulp, x/y 2.5 ulp; one ulp of y is at most 2u|y|.
+exp 3 ulp, log 3 ulp, erf 16 ulp, rsqrt 2 ulp, sqrt 3 ulp, x/y 2.5 ulp; one ulp of y is at most 2u|y|.
 Conversions and integer matmuls are exact (tolerance 0). Each kind's propagation is in its
 ``_tol_*`` function below; terms of second order (a product of two O(n*u) quantities) are kept
 by dividing by (1 - eps) where they arise.
@@ -35,10 +35,11 @@ by dividing by (1 - eps) where they arise.
 Statistical check (golden/tolerance.py ``ErrorModel``, kind ``accumulation``): a sum's bound
 gamma_k * S counts k roundings, each within u*S; rounded to nearest they are zero-mean and
 independent, so the error's sigma is at most bound/sqrt(k) (k = n-1 for a row sum, n+1 for a
-mean, n+3 for the variance, K for a dot product). Library functions (exp, rsqrt, erf, ...) are held
-only to an ulp bound with no promised mean: their share of the allowance (the allowance minus
-the same model with no library error) may be a bias. LayerNorm, RMSNorm and softmax share the
-row's mean, rsqrt or sum across the row, so a row is one term of the statistics. The library
+mean, n+3 for the variance, K for a dot product). Library functions (exp, log, rsqrt, erf, ...) are
+held only to an ulp bound with no promised mean: their share of the allowance (the allowance minus
+the same model with no library error) may be a bias. LayerNorm, RMSNorm, softmax and log-softmax
+share the row's mean, rsqrt, sum or log(sum) across the row, so a row is one term of the
+statistics, whose sigma is the allowance less its library share (k = 1). The library
 controls (rsqrt, sqrt, erf, divide) have nothing but a library bound (no statistical check);
 conversions and the i8 matmul are exact (bit for bit).
 """
@@ -55,15 +56,16 @@ from accel_regress.golden.tolerance import ErrorModel, exact_model
 
 OP = "f32_reduction"
 
-REDUCTIONS = ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax", "matmul", "bmm")
+REDUCTIONS = ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax", "log_softmax", "matmul", "bmm")
 CONTROLS = ("rsqrt", "sqrt", "erf", "cvt", "divide", "i8_matmul")
 KINDS = REDUCTIONS + CONTROLS
 
 # Seed 004's micro-test shapes (mt_vit_d1_layernorm 64x128, mt_softmax_64x64, mt_bmm_4x64x64,
-# mt_matmul_64x128 (64x128x128), the 64-element elementwise tests, mt_mm_i8_64x128).
+# mt_matmul_64x128 (64x128x128), the 64-element elementwise tests, mt_mm_i8_64x128). log_softmax
+# is no seed-004 micro-test: it takes softmax's shape.
 SEED_SHAPES = {
     "row_sum": (64, 128), "mean_var": (64, 128), "layernorm": (64, 128), "rmsnorm": (64, 128),
-    "softmax": (64, 64), "matmul": (64, 128, 128), "bmm": (4, 64, 64, 64),
+    "softmax": (64, 64), "log_softmax": (64, 64), "matmul": (64, 128, 128), "bmm": (4, 64, 64, 64),
     "rsqrt": (64,), "sqrt": (64,), "erf": (64,), "cvt": (64,), "divide": (64,),
     "i8_matmul": (64, 128, 128),
 }
@@ -75,7 +77,7 @@ TAIL_ROWS = 4
 EPS = float(np.float32(1e-5))        # LayerNorm / RMSNorm epsilon, exactly as the f32 program holds it
 
 # OpenCL C 1.2 full-profile single-precision ulp bounds (section 7.4, table 7.1).
-ULP_BOUND = {"exp": 3.0, "erf": 16.0, "rsqrt": 2.0, "sqrt": 3.0, "divide": 2.5}
+ULP_BOUND = {"exp": 3.0, "log": 3.0, "erf": 16.0, "rsqrt": 2.0, "sqrt": 3.0, "divide": 2.5}
 
 
 def gamma(n: int) -> float:
@@ -88,7 +90,7 @@ def has_f32_reduction(kind: str) -> bool:
 
 
 def reduction_length(kind: str, shape) -> int:
-    if kind in ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax"):
+    if kind in ROW_KINDS:
         return shape[1]
     if kind in ("matmul", "i8_matmul"):
         return shape[1]
@@ -111,11 +113,11 @@ CLASS_KINDS = {
     "shifted": REDUCTIONS,
     "exact": ("row_sum", "matmul", "bmm"),
     "ties": ("row_sum", "matmul", "bmm"),
-    "specials": ("row_sum", "softmax", "matmul", "bmm", "sqrt", "rsqrt", "divide", "erf"),
+    "specials": ("row_sum", "softmax", "log_softmax", "matmul", "bmm", "sqrt", "rsqrt", "divide", "erf"),
     "subnormal": ("row_sum", "matmul", "bmm", "sqrt", "rsqrt", "divide"),
 }
 SUMS = ("row_sum", "matmul", "bmm")      # bit-exact under the bit-exact classes
-ROW_KINDS = ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax")
+ROW_KINDS = ("row_sum", "mean_var", "layernorm", "rmsnorm", "softmax", "log_softmax")
 ELEMENTWISE = ("rsqrt", "sqrt", "erf", "divide")
 
 
@@ -173,6 +175,8 @@ def make_inputs(case: Case) -> dict[str, np.ndarray]:
         return {"x": _f32(gen.near_normal(g, shape) + 0.25), "gamma": _f32(gen.uniform(g, (shape[1],), 0.5, 1.5))}
     if kind == "softmax":
         return {"x": _f32(gen.near_normal(g, shape, scale=2.0))}
+    if kind == "log_softmax":
+        return {"x": _f32(logit_rows(g, shape))}
     if kind == "matmul":
         M, K, N = shape
         return {"a": _f32(gen.near_normal(g, (M, K))), "b": _f32(gen.near_normal(g, (K, N)))}
@@ -223,6 +227,19 @@ ELEMENT_SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, float(np.finfo(
                              1.0, 4.0, 0.5])          # no subnormal: that is the subnormal class
 
 
+SOFTMAXES = ("softmax", "log_softmax")
+# log_softmax's normal rows: every other row of spread 2 (softmax's), the rest of spread 48, whose
+# range passes 104 (all but 1 row in 20000 of length 33), where exp(x - max) underflows f32
+# (e**-103.3 < 2**-149) and only the x - max - log(sum) form stays right: logits of a confident
+# model, which is what a log-softmax is for.
+LOGIT_SCALES = (2.0, 48.0)
+
+
+def logit_rows(g, shape) -> np.ndarray:
+    scale = np.where(np.arange(shape[0]) % 2 == 0, LOGIT_SCALES[0], LOGIT_SCALES[1])[:, None]
+    return gen.near_normal(g, shape) * scale
+
+
 def _class_inputs(g, cls: str, kind: str, shape) -> dict[str, np.ndarray]:
     """Inputs of the non-normal classes (golden/inputs.py); float64 values exact in f32."""
     if kind in ("matmul", "bmm"):
@@ -242,13 +259,13 @@ def _class_inputs(g, cls: str, kind: str, shape) -> dict[str, np.ndarray]:
         gen.special_rows(g, x, gen.SUM_BIG)
         return {"x": x}
     if cls == "shifted":
-        x = gen.shifted_rows(g, shape, scale=2.0 if kind == "softmax" else 1.0, near_constant=near_constant(kind))
+        x = gen.shifted_rows(g, shape, scale=2.0 if kind in SOFTMAXES else 1.0, near_constant=near_constant(kind))
         if kind == "layernorm":
             return {"x": x, "gamma": gen.uniform(g, (shape[1],), 0.5, 1.5), "beta": gen.uniform(g, (shape[1],), -0.5, 0.5)}
         if kind == "rmsnorm":
             return {"x": x, "gamma": gen.uniform(g, (shape[1],), 0.5, 1.5)}
         return {"x": x}
-    if kind == "softmax" and cls == "specials":
+    if kind in SOFTMAXES and cls == "specials":
         x = gen.near_normal(g, shape, scale=2.0)
         rows, n = shape
         what = g.integers(0, 5, size=rows)       # none, -inf mask, all -inf, one +inf, one NaN
@@ -342,6 +359,9 @@ def _reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nda
     if kind == "softmax":
         e = np.exp(d["x"] - d["x"].max(axis=1, keepdims=True))
         return {"y": e / e.sum(axis=1, keepdims=True)}
+    if kind == "log_softmax":
+        a = d["x"] - d["x"].max(axis=1, keepdims=True)
+        return {"y": a - np.log(np.exp(a).sum(axis=1, keepdims=True))}
     if kind in ("matmul", "bmm"):
         if gen.class_of(case.params) == "specials":
             return {"c": np.einsum("...ik,...kj->...ij", d["a"], d["b"])}
@@ -402,10 +422,11 @@ def _tolerance(kind: str, d, ref) -> dict[str, ErrorModel]:
         e_m = _tol_mean(d["x"])
         # The variance about a mean that is off by e is larger by e**2: a bias, not a rounding.
         return {"mean": _summed(e_m, n + 1), "var": _summed(_tol_var(d["x"], ref["var"], e_m), n + 3, e_m * e_m)}
-    if kind in ("layernorm", "rmsnorm", "softmax"):
+    if kind in ("layernorm", "rmsnorm", "softmax", "log_softmax"):
         tol_of = {"layernorm": lambda lib: _tol_layernorm(d, ref["y"], lib),
                   "rmsnorm": lambda lib: tol_rmsnorm(d, ref["y"], lib),
-                  "softmax": lambda lib: tol_softmax(d["x"], ref["y"], lib)}[kind]
+                  "softmax": lambda lib: tol_softmax(d["x"], ref["y"], lib),
+                  "log_softmax": lambda lib: tol_log_softmax(d["x"], ref["y"], lib)}[kind]
         tol = tol_of(1.0)
         return {"y": ErrorModel(tol, "accumulation", lib=tol - tol_of(0.0), rows_correlated=True)}
     if kind in ("matmul", "bmm"):
@@ -472,6 +493,23 @@ def tol_softmax(x, y, lib: float = 1.0):
     eps_e = a * U / (1.0 - a * U) + lib * 2.0 * ULP_BOUND["exp"] * U
     eps_s = gamma(n - 1) + eps_e.max(axis=1, keepdims=True) * (1.0 + gamma(n - 1))
     return y * (eps_e + eps_s + 2 * U) / (1.0 - eps_s - 2 * U)
+
+
+def tol_log_softmax(x, y, lib: float = 1.0):
+    """y_j = a_j - L, a_j = x_j - max (one rounding), L = log s, s = sum_k e_k, e_k = exp(a_k). Each
+    e_k errs by e_k eps_k (tol_softmax's eps_e) + 2**-126 (a subnormal's 3 ulp, or flushed to 0), the
+    positive sum adds gamma_{n-1}: |s' - s| <= eps_s s; log(s') is off by eps_s / (1 - eps_s) plus
+    log's 3 ulp (e_L); the two subtractions give (1 + u)(u|a_j| + e_L) + u|y_j|."""
+    n = x.shape[1]
+    a = np.abs(x - x.max(axis=1, keepdims=True))
+    a_in = np.where(np.isneginf(x), 0.0, a)         # exp(-inf) = 0 exactly: a masked entry adds no error
+    e = np.exp(-a_in) * ~np.isneginf(x)
+    s = e.sum(axis=1, keepdims=True)
+    eps_e = a_in * U / (1.0 - a_in * U) + lib * 2.0 * ULP_BOUND["exp"] * U
+    eps_s = (gamma(n - 1) * s + (1.0 + gamma(n - 1)) * (e * eps_e + 2.0 ** -126).sum(axis=1, keepdims=True)) / s
+    d_log = eps_s / (1.0 - eps_s)
+    e_l = d_log + lib * _ulps(np.log(s) + d_log, ULP_BOUND["log"])
+    return (1.0 + U) * (U * a + e_l) + U * np.abs(y)
 
 
 def cases(variants, vlens, kinds=KINDS, shapes=None, base_seed: int = 0) -> list[Case]:

@@ -1,10 +1,14 @@
 """linalg programs of the f32 reduction family (families/f32_reduction/golden.py), one per kind and shape.
 
 Reductions are ``linalg.generic`` ops with a reduction iterator (row sum, mean/variance,
-LayerNorm, RMSNorm), ``linalg.softmax``, ``linalg.matmul`` and ``linalg.batch_matmul``; the
+LayerNorm, RMSNorm, log-softmax), ``linalg.softmax``, ``linalg.matmul`` and ``linalg.batch_matmul``; the
 controls are elementwise ``linalg.generic`` ops (math.rsqrt / sqrt / erf, arith.divf,
 fptosi / sitofp) and an i8 x i8 -> i32 ``linalg.matmul``. The computation follows the order the
-error model of families/f32_reduction/golden.py assumes (two-pass variance; mean as sum / n).
+error model of families/f32_reduction/golden.py assumes (two-pass variance; mean as sum / n;
+log-softmax as x - max - log(sum(exp(x - max))), torch's CPU order, pytorch/pytorch@029586d
+aten/src/ATen/native/cpu/SoftMaxKernel.cpp:104-111). MLIR has no log-softmax op
+(``linalg.log_softmax`` is an unknown op to iree-compile 3.13.0rc20261016): max, sum of exp and
+the log are written out as ``linalg.generic`` ops.
 """
 from __future__ import annotations
 
@@ -70,6 +74,40 @@ def _mean_var(M: int, N: int) -> list[str]:
     return lines
 
 
+def _log_softmax(M: int, N: int) -> list[str]:
+    """max (arith.maximumf: a NaN propagates, as in numpy and torch), sum of exp(x - max), its log,
+    then (x - max) - log(sum)."""
+    x2, v1 = _t((M, N)), _t((M,))
+    lines = _row_prologue(M, N) + [
+        "  %ninf = arith.constant 0xFF800000 : f32",
+        f"  %max_init = linalg.fill ins(%ninf : f32) outs(%empty_m : {v1}) -> {v1}",
+        f"  %max = linalg.generic {{indexing_maps = [{ID2}, {ROW}], iterator_types = [\"parallel\", \"reduction\"]}}"
+        f" ins(%x : {x2}) outs(%max_init : {v1}) {{",
+        "  ^bb0(%a: f32, %acc: f32):",
+        "    %m = arith.maximumf %a, %acc : f32",
+        "    linalg.yield %m : f32",
+        f"  }} -> {v1}"]
+    lines += _sum_rows("sum", "%x, %max", f"{x2}, {v1}", f"{ID2}, {ROW}", M,
+                       ["  ^bb0(%a: f32, %m: f32, %acc: f32):", "    %d = arith.subf %a, %m : f32",
+                        "    %e = math.exp %d : f32"], "%e")
+    lines += [f"  %lse = linalg.generic {{indexing_maps = [{ID1}, {ID1}], iterator_types = [\"parallel\"]}}"
+              f" ins(%sum : {v1}) outs(%empty_m : {v1}) {{",
+              "  ^bb0(%s: f32, %o: f32):",
+              "    %l = math.log %s : f32",
+              "    linalg.yield %l : f32",
+              f"  }} -> {v1}",
+              f"  %empty_y = tensor.empty() : {x2}",
+              f"  %y = linalg.generic {{indexing_maps = [{ID2}, {ROW}, {ROW}, {ID2}], "
+              "iterator_types = [\"parallel\", \"parallel\"]}"
+              f" ins(%x, %max, %lse : {x2}, {v1}, {v1}) outs(%empty_y : {x2}) {{",
+              "  ^bb0(%a: f32, %m: f32, %l: f32, %o: f32):",
+              "    %d = arith.subf %a, %m : f32",
+              "    %res = arith.subf %d, %l : f32",
+              "    linalg.yield %res : f32",
+              f"  }} -> {x2}"]
+    return lines
+
+
 def _mlir(kind: str, shape) -> tuple[str, tuple[str, ...]]:
     """(function body text, input names)."""
     if kind in ("row_sum", "mean_var", "layernorm", "rmsnorm"):
@@ -115,6 +153,8 @@ def _mlir(kind: str, shape) -> tuple[str, tuple[str, ...]]:
                   "    linalg.yield %res : f32",
                   f"  }} -> {x2}"]
         return _func([("x", x2), ("gamma", _t((N,)))], [("y", x2)], lines), ("x", "gamma")
+    if kind == "log_softmax":
+        return _func([("x", _t(shape))], [("y", _t(shape))], _log_softmax(*shape)), ("x",)
     if kind == "softmax":
         x2 = _t(shape)
         lines = [f"  %empty = tensor.empty() : {x2}",

@@ -1,5 +1,5 @@
 """The f32 reductions as a torch user writes them, in f32 on the device: ``sum``, ``var_mean``,
-``layer_norm``, ``rms_norm``, ``softmax``, ``matmul`` / ``bmm``; the controls elementwise
+``layer_norm``, ``rms_norm``, ``softmax``, ``log_softmax``, ``matmul`` / ``bmm``; the controls elementwise
 (``rsqrt``, ``sqrt``, ``erf``, division, the f32 <-> i32 conversions) and an i8 x i8 -> i32 product
 summed in i32 (torch has no integer matmul on most devices). Torch's own reduction orders and
 kernels are what is tested; the error model of golden.py bounds any order.
@@ -42,6 +42,8 @@ def run(case, inputs, device):
         return {"y": F.rms_norm(x, (x.shape[1],), inputs["gamma"], eps=EPS)}
     if kind == "softmax":
         return {"y": torch.softmax(inputs["x"], dim=1)}
+    if kind == "log_softmax":
+        return {"y": torch.log_softmax(inputs["x"], dim=1)}
     if kind in ("matmul", "bmm"):
         return {"c": torch.matmul(inputs["a"], inputs["b"])}
     if kind == "i8_matmul":

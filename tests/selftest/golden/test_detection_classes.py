@@ -44,7 +44,8 @@ def test_default_run_holds_shifted_tail_and_specials_cases():
     for kind in R.ROW_KINDS:
         for cls in ("normal", "shifted"):
             assert f"{kind}-4x33-v-vlen256-{cls}" in red, (kind, cls)
-    assert {"row_sum-4x33-v-vlen256-specials", "softmax-4x33-v-vlen256-specials"} <= red
+    assert {"row_sum-4x33-v-vlen256-specials", "softmax-4x33-v-vlen256-specials",
+            "log_softmax-4x33-v-vlen256-specials", "log_softmax-64x64-v-vlen256-normal"} <= red
     assert "M64-K100-N256-m16-k64-n64-c4-bT-cF-P4-bf16-specials" in _default_ids("test_gemm_partition_n.py")
     fused = _default_ids("test_fused_decode.py")
     assert f"small-odd-{F.SMALL_ODD.id}-shifted" in fused
@@ -82,6 +83,48 @@ def test_shifted_tail_catches_what_normal_rows_miss(kind, mutant):
     variance, about 1, hides eps); the shifted tail case (near-constant rows) catches both."""
     assert _caught(kind, "shifted", mutant)
     assert not _caught(kind, "normal", mutant, shape=(16, 4096) if mutant == "eps_moved" else TAIL)
+
+
+# log-softmax's default cases (tests/test_f32_reduction.py) and the mutant that each must catch.
+LSM_DEFAULT = [(R.SEED_SHAPES["log_softmax"], "normal"), (TAIL, "normal"), (TAIL, "shifted"), (TAIL, "specials")]
+
+
+@pytest.mark.parametrize("mutant", ["lsm_naive", "lsm_no_max", "lsm_max_plus_log", "acc_bf16", "acc_f16"])
+def test_log_softmax_default_cases_catch_its_mutants(mutant):
+    """Before issue 38 there was no log_softmax kind (make_case raised ValueError)."""
+    assert any(_caught("log_softmax", cls, mutant, shape=shape) for shape, cls in LSM_DEFAULT)
+
+
+def test_log_softmax_outputs_get_the_statistics():
+    """Its error model is the other row kinds' (kind accumulation, the exp and log ulp bounds as the
+    library share, a row one term, sigma = the rest of the allowance), so bias, magnitude bias and
+    the clipped spread are judged on every default case, in units of sigma."""
+    for shape, cls in LSM_DEFAULT:
+        case = R.make_case("log_softmax", shape, inputs=cls)
+        ins = R.make_inputs(case)
+        ref = R.reference(case, ins)
+        model = R.tolerances(case, ins, ref)["y"]
+        assert model.kind == "accumulation" and model.rows_correlated and model.lib is not None
+        c = census(MUT.compute("log_softmax", ins)["y"], ref["y"], tol=model, name="y")
+        assert c.ok and c.stats is not None and c.stats["unit"] == "sigma" and c.stats["spread"]["ok"], (shape, cls)
+
+
+def test_log_softmax_wide_rows_are_what_catch_a_naive_log_of_softmax():
+    """log(softmax(x)) is right to a few ulp wherever exp(x - max) stays a normal f32: it passes
+    every default case but the normal class, whose rows of spread 48 (R.LOGIT_SCALES) reach
+    x - max < -104, where it returns -inf. Every seed's 4 x 33 case holds such a row."""
+    for shape, cls in LSM_DEFAULT:
+        assert _caught("log_softmax", cls, "lsm_naive", shape=shape) == (cls == "normal"), (shape, cls)
+    for seed in range(50):
+        x = R.make_inputs(R.make_case("log_softmax", TAIL, base_seed=seed))["x"].astype(np.float64)
+        assert (x.max(axis=1) - x.min(axis=1) > 104).any(), seed
+
+
+def test_log_softmax_shifted_rows_catch_max_plus_log_order():
+    """x - (max + log(sum)) rounds max + log(sum) at the scale of max (pytorch#11752): on rows of
+    mean +-2000 every element is off by up to 2**-14; rows of mean near 0 hide it."""
+    assert _caught("log_softmax", "shifted", "lsm_max_plus_log")
+    assert not _caught("log_softmax", "normal", "lsm_max_plus_log")
 
 
 def test_massive_activations_reach_an_f16_sum_of_squares():

@@ -123,6 +123,8 @@ def _torch_reduction(kind: str, d: dict) -> dict:
         return {"y": TF.rms_norm(x, (x.shape[1],), d["gamma"].reshape(-1), eps=R.EPS)}
     if kind == "softmax":
         return {"y": torch.softmax(x, dim=1)}
+    if kind == "log_softmax":
+        return {"y": torch.log_softmax(x, dim=1)}
     if kind in ("matmul", "bmm"):
         return {"c": torch.matmul(d["a"], d["b"])}
     if kind == "rsqrt":
@@ -151,6 +153,8 @@ def _reduction_magnitude(kind: str, name: str, d: dict, t: np.ndarray) -> tuple[
         return x.shape[1], np.abs(t).max(axis=1, keepdims=True) + np.abs(t) + cond
     if kind in ("rmsnorm", "softmax"):
         return x.shape[1], np.abs(t).max(axis=1, keepdims=True) + np.abs(t)
+    if kind == "log_softmax":     # x - max rounds at the scale of the row's inputs, not of y
+        return x.shape[1], np.abs(x).max(axis=1, keepdims=True) + np.abs(t)
     if kind in ("matmul", "bmm"):
         with np.errstate(invalid="ignore"):       # inf x 0 among the specials: NaN, compared as such
             return d["a"].shape[-1], np.matmul(np.abs(d["a"]), np.abs(d["b"]))
@@ -164,7 +168,7 @@ REDUCTION_CASES = [(cls, k) for cls, kinds in R.CLASS_KINDS.items() for k in kin
 @pytest.mark.parametrize("cls, kind", REDUCTION_CASES, ids=[f"{k}-{c}" for c, k in REDUCTION_CASES])
 def test_f32_reduction_references_agree_with_torch(cls, kind):
     for seed in SEEDS:
-        for shape in {R.SEED_SHAPES[kind]} | ({(R.TAIL_ROWS, 33)} if kind in ("row_sum", "softmax") else set()):
+        for shape in {R.SEED_SHAPES[kind]} | ({(R.TAIL_ROWS, 33)} if kind in ("row_sum", "softmax", "log_softmax") else set()):
             case = R.make_case(kind, shape, base_seed=seed, inputs=cls)
             inputs = R.make_inputs(case)
             d = {k: np.asarray(v, np.float64) for k, v in inputs.items()}

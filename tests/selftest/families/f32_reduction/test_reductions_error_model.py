@@ -74,7 +74,7 @@ def _caught(case, outputs) -> bool:
     return not all(c.ok for c in _check(case, outputs))
 
 
-@pytest.mark.parametrize("kind", ["row_sum", "mean_var", "layernorm", "rmsnorm", "softmax", "matmul", "bmm"])
+@pytest.mark.parametrize("kind", R.REDUCTIONS)
 def test_bf16_accumulation_is_caught(kind):
     """A device that accumulates in bf16 instead of f32 fails the model."""
     import ml_dtypes
@@ -158,7 +158,8 @@ def test_library_and_exact_kinds_say_why_they_have_no_statistics(kind):
 
 
 def test_sums_carry_statistics_and_rows_share_them_where_they_must():
-    for kind, correlated in (("row_sum", False), ("matmul", False), ("layernorm", True), ("softmax", True)):
+    for kind, correlated in (("row_sum", False), ("matmul", False), ("layernorm", True), ("softmax", True),
+                             ("log_softmax", True)):
         case = R.make_case(kind, R.SEED_SHAPES[kind])
         inputs = R.make_inputs(case)
         models = R.tolerances(case, inputs, R.reference(case, inputs))
