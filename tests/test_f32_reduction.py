@@ -22,6 +22,7 @@ import pytest
 from accel_regress.golden import assert_close, store
 from accel_regress.families.f32_reduction import golden as R
 from accel_regress.toolchains.iree import riscv
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(R.OP)
 
@@ -109,7 +110,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     kind, shape, variant, vlen, inputs = cfg
     return R.make_case(kind, shape, variant, vlen, golden_seed, inputs=inputs)

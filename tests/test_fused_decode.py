@@ -16,6 +16,7 @@ import pytest
 from accel_regress.golden import assert_close, store
 from accel_regress.families.fused_decode import golden as F
 from accel_regress.core.budget import skip_on_simulator
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(F.OP)
 
@@ -39,7 +40,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     block, cls = cfg
     return F.make_case(block, golden_seed, "steps", inputs=cls)

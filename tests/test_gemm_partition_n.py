@@ -13,6 +13,7 @@ from accel_regress.golden import assert_close, store
 from accel_regress.families.gemm_partition_n import golden as gemm
 from accel_regress.golden import inputs as classes
 from accel_regress.core.budget import simulator_budget_skip
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(gemm.OP)
 
@@ -58,7 +59,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     return gemm.make_case(cfg, golden_seed)
 

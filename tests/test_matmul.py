@@ -14,6 +14,7 @@ from accel_regress.golden import assert_close, store
 from accel_regress.golden import inputs as classes
 from accel_regress.families.matmul import golden as mm
 from accel_regress.core.budget import simulator_budget_skip
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(mm.OP)
 
@@ -58,7 +59,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     return mm.make_case(cfg, golden_seed)
 

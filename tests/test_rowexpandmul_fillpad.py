@@ -16,6 +16,7 @@ from accel_regress.families.rowexpandmul_fillpad import golden as tiles
 from accel_regress.golden import inputs as classes
 from accel_regress.plugin import run_memo, selection
 from accel_regress.core.budget import skip_on_simulator
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(tiles.OP)
 
@@ -43,7 +44,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     return tiles.make_case(cfg, golden_seed)
 

@@ -102,6 +102,25 @@ class QemuRvvBackend(Backend):
             return f"unknown RISC-V variant {variant!r} (known: {', '.join(riscv.VARIANTS)})"
         return riscv.check_vlen(variant, vlen)
 
+    def ahead(self, cases):
+        """Each program's riscv64 compile (a plan's steps in one batch, as ``run`` does): the
+        static library and the dispatches scanned are the case's own, so cases are not batched."""
+        from accel_regress.toolchains.iree import ahead
+        requests, plans = [], []
+        for i, case in enumerate(cases):
+            variant, _ = self._variant_vlen(case)
+            plan = plan_for(case)
+            name = f"{case.op}/{case.id}"
+            if len(plan) > 1:
+                plans.append((i, self._plan_job(plan, variant, name)))
+            else:
+                requests += [ahead.Request(i, p.mlir, build.riscv_flags(p, variant), "host.mlir", name) for p in plan]
+        return sorted(ahead.jobs(requests) + plans, key=lambda job: job[0])
+
+    @staticmethod
+    def _plan_job(plan, variant: str, name: str):
+        return lambda: build.compile_plan(plan, variant, name=f"{name} (compiled ahead)")
+
     def versions(self) -> dict[str, str]:
         return {"iree-compiler": compiler.compiler_version(), "qemu": build.tool_version(QEMU), "clang": build.clang_version()}
 

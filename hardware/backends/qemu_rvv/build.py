@@ -87,12 +87,12 @@ def toolchain_missing(target: str = "linux") -> Optional[str]:
     return None
 
 
-def _riscv_flags(program: Program, variant: str) -> tuple[str, ...]:
+def riscv_flags(program: Program, variant: str) -> tuple[str, ...]:
     return riscv.compile_flags(variant) + tuple(getattr(program, "compile_flags", ())) + STATIC_FLAGS
 
 
 def compile_riscv(program: Program, variant: str, name: str = "program") -> compiler.Compiled:
-    return compiler.compile_cached(program.mlir, _riscv_flags(program, variant), name=name, output="host.mlir")
+    return compiler.compile_cached(program.mlir, riscv_flags(program, variant), name=name, output="host.mlir")
 
 
 def compile_plan(plan, variant: str, name: str = "plan") -> None:
@@ -101,7 +101,7 @@ def compile_plan(plan, variant: str, name: str = "plan") -> None:
     that fails leaves each program to its own compile, which names the one at fault."""
     groups: dict[tuple, list[str]] = {}
     for program in plan:
-        groups.setdefault(_riscv_flags(program, variant), []).append(program.mlir)
+        groups.setdefault(riscv_flags(program, variant), []).append(program.mlir)
     for flags, texts in groups.items():
         try:
             compiler.compile_batch(texts, flags, name=name, output="host.mlir", shared_files=True)

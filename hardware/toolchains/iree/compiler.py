@@ -18,6 +18,12 @@ before the rename. A hit is trusted only once its index validates and every file
 older suite without an index, a file name that leaves the folder) is moved aside, removed and
 rebuilt, with a note on stderr and in ``Compiled.note``.
 
+Whoever builds an entry holds its claim (an ``flock`` on ``.claim-<key>``, released by the
+kernel when the holder dies): a second process or thread that needs the same entry waits for it
+instead of compiling it again, then reads what was built. A batch claims only the programs no one
+else is building (hardware/toolchains/iree/ahead.py compiles a session's programs ahead while
+its cases run and reach the same entries).
+
 ``compile_batch`` compiles many programs with the same flags in one ``iree-compile`` (one module
 holding every program's functions; a colliding symbol or type alias is renamed): most of a small
 program's compile is the compiler's start and per-module work, so the 13 f32_reduction programs
@@ -37,6 +43,7 @@ compile is not cached: it raises ``accel_regress.CompileError`` with the compile
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -50,9 +57,14 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Mapping, Optional, Sequence
 
-from accel_regress.util import schemas
+try:
+    import fcntl
+except ImportError:          # not POSIX: no claims, a duplicate compile at worst (the rename race)
+    fcntl = None  # type: ignore[assignment]
+
+from accel_regress.util import children, schemas
 from accel_regress.util.atomic import write_atomic
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core.errors import CompileError, Hang
@@ -178,17 +190,37 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
             raise CompileError(reason, detail={"diagnostic": reason})
     key = _key(mlir, flags, output, tool)
     final = (root or cache_root()) / key
+    found = _found(final, key, mlir, output)
+    if isinstance(found, Compiled):
+        return found
+    # Someone may be building it (a batch compiled ahead, another worker): wait for theirs.
+    with claim(final.parent, key, wait_s=timeout_s):
+        again = _found(final, key, mlir, output)
+        if isinstance(again, Compiled):
+            return again
+        return _build(mlir, flags, final, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
+                      on_error=on_error, note=again or found)
+
+
+def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
+    """The entry (or the batch holding the program) when it is whole; else the note to give a
+    rebuilt one ("" when there was none)."""
     via_batch = _batched(final.parent, key, mlir, output)
     if via_batch is not None:
         return via_batch
-    note = ""
-    if final.exists():
-        problem = entry_problem(final, key, output)
-        if problem is None:
-            return Compiled(final, True, 0.0, (), output)
-        note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
-        _discard(final)
-        print(f"accel-regress: {note}", file=sys.stderr)
+    if not final.exists():
+        return ""
+    problem = entry_problem(final, key, output)
+    if problem is None:
+        return Compiled(final, True, 0.0, (), output)
+    note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
+    _discard(final)
+    print(f"accel-regress: {note}", file=sys.stderr)
+    return note
+
+
+def _build(mlir: str, flags: Sequence[str], final: Path, key: str, *, timeout_s: float, name: str, output: str,
+           tool: Optional[str], on_error: Callable[..., CompileError], note: str) -> Compiled:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
     try:
@@ -201,7 +233,7 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
         kept = {"program": mlir, "argv_here": " ".join(shlex.quote(a.replace(str(tmp), ".")) for a in argv),
                 "temp_dir": str(tmp)}
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+            proc = children.run(argv, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise Hang(f"{Path(argv[0]).name} did not finish within {timeout_s:.0f} s ({name})", stage="compile",
                        detail={"argv": " ".join(argv), "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:],
@@ -209,8 +241,8 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
         seconds = time.perf_counter() - start
         if proc.returncode != 0 or not (tmp / output).is_file():
             error = on_error(proc, argv, name)
-            for key, value in kept.items():
-                error.detail.setdefault(key, value)
+            for field_name, value in kept.items():
+                error.detail.setdefault(field_name, value)
             raise error
         (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
         _write_index(tmp, key, output)
@@ -279,17 +311,64 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
     if (any("{out}" in f for f in flags) and not shared_files) or availability():
         return None
     root = cache_root()
-    todo = list(dict.fromkeys(t for t in texts if not (root / _key(t, flags, output, None)).is_dir()
-                              and _batched(root, _key(t, flags, output, None), t, output) is None))
-    merged = merge_programs(todo) if len(todo) > 1 else None
-    if merged is None:
-        return None
-    text, renames = merged
-    batch = compile_cached(text, flags, timeout_s=timeout_s, name=f"{name} ({len(todo)} programs)", output=output)
-    for program, (symbols, aliases) in zip(todo, renames):
-        doc = {"format": 1, "batch": batch.dir.name, "output": output, "symbols": symbols, "aliases": aliases}
-        write_atomic(root / BATCHED / f"{_key(program, flags, output, None)}.json", json.dumps(doc) + "\n")
-    return batch
+    with contextlib.ExitStack() as held:
+        todo = []
+        for text in dict.fromkeys(texts):
+            key = _key(text, flags, output, None)
+            # A program someone else is building is theirs: its case waits for it (compile_cached).
+            if not (root / key).is_dir() and held.enter_context(claim(root, key, wait_s=None)) \
+                    and not (root / key).is_dir() and _batched(root, key, text, output) is None:
+                todo.append(text)
+        merged = merge_programs(todo) if len(todo) > 1 else None
+        if merged is None:
+            return None
+        text, renames = merged
+        batch = compile_cached(text, flags, timeout_s=timeout_s, name=f"{name} ({len(todo)} programs)", output=output)
+        for program, (symbols, aliases) in zip(todo, renames):
+            doc = {"format": 1, "batch": batch.dir.name, "output": output, "symbols": symbols, "aliases": aliases}
+            write_atomic(root / BATCHED / f"{_key(program, flags, output, None)}.json", json.dumps(doc) + "\n")
+        return batch
+
+
+@contextlib.contextmanager
+def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
+    """Hold the claim to build entry ``key`` under ``root`` while the block runs: True when held.
+    ``wait_s`` None: do not wait (False at once when another holds it); else wait at most that
+    long, then go on unclaimed (False: a duplicate compile at worst, never a stall past the
+    bound). The claim is a lock on ``.claim-<key>``, removed by its holder when done, so an idle
+    cache holds entries only."""
+    if fcntl is None:
+        yield True
+        return
+    path = root / f".claim-{key}"
+    root.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + (wait_s or 0.0)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if wait_s is None or time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(0.05)
+            continue
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)        # its holder removed it between our open and our lock: claim the new one
+    try:
+        yield True
+    finally:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        os.close(fd)
 
 
 _batch_sources: dict[Path, str] = {}
