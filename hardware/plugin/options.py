@@ -243,6 +243,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "family(op): the operator family a test belongs to")
     if explicit:    # generic names: registered only where the plugin is plainly in use
         config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
+        config.addinivalue_line("markers", "large_on(*kinds_or_names, reason): large on backends of these kinds "
+                                "or names only (a simulator's default-run budget), by default elsewhere")
         config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
                                 "family, excluded by default; run with -m input_classes")
         config.addinivalue_line("markers", "backends(*names): the test is a stage of these backends only; "
