@@ -61,9 +61,15 @@ def run(hw, case, inputs):
     return hw.run(case, inputs)
 
 
+@case_fixture
+def fused_case(case):
+    """The block as one program (end to end), on the same inputs."""
+    return F.as_program(case, "fused")
+
+
 @pytest.fixture(scope="module")
-def fused_run(hw, case, inputs):
-    return hw.run(F.as_program(case, "fused"), inputs)
+def fused_run(hw, fused_case, inputs):
+    return hw.run(fused_case, inputs)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, indirect=True)

@@ -110,12 +110,17 @@ def test_partition(run, cfg, part, expected):
                  name=f"C_{part} (columns {part * cfg.n_part}-{(part + 1) * cfg.n_part - 1})")
 
 
+@case_fixture(scope="function")
+def standalone_case(cfg, part, golden_seed):
+    """Partition ``part`` of the configuration as a GEMM of its own."""
+    return gemm.make_case(cfg.standalone(part), golden_seed)
+
+
 @pytest.mark.parametrize("cfg, part", [p for p in _partitions(CONFIGS, standalone=True) if p.values[0].partition_N > 1],
                          indirect=["cfg"])
-def test_standalone_partition(hw, cfg, part, inputs, expected, golden_seed):
+def test_standalone_partition(hw, cfg, part, standalone_case, inputs, expected):
     ref, tol = expected
-    single = cfg.standalone(part)
-    run = hw.run(gemm.make_case(single, golden_seed), gemm.standalone_inputs(inputs, cfg, part))
+    run = hw.run(standalone_case, gemm.standalone_inputs(inputs, cfg, part))
     assert_close(run["C_0"][:cfg.M, :cfg.n_part], gemm.partition(ref, cfg, part),
                  tol=gemm.partition(tol, cfg, part), min_corr=gemm.MIN_CORR,
                  name=f"standalone partition {part}")

@@ -30,13 +30,16 @@ from accel_regress.util import children
 CASE_FIXTURE = "__accel_case_fixture__"
 
 
-def case_fixture(func: Callable) -> Callable:
-    """``@case_fixture`` on a test module's ``case`` fixture (instead of
-    ``@pytest.fixture(scope="module")``): its arguments are the item's parameters (an indirect
-    one as given to ``pytest.param``) and ``golden_seed``, and it makes no other use of them, so
-    compile ahead may call it at collection."""
-    setattr(func, CASE_FIXTURE, True)
-    return pytest.fixture(scope="module")(func)
+def case_fixture(func: Optional[Callable] = None, *, scope: str = "module"):
+    """``@case_fixture`` on a fixture whose value is a case a test runs (the module's ``case``;
+    another, e.g. a case built from ``case`` or from a function-level parameter, with
+    ``scope="function"``), instead of ``@pytest.fixture``: its arguments are the item's
+    parameters (an indirect one as given to ``pytest.param``), ``golden_seed`` and other case
+    fixtures, and it makes no other use of them, so compile ahead may call it at collection."""
+    def declare(f: Callable) -> Callable:
+        setattr(f, CASE_FIXTURE, True)
+        return pytest.fixture(scope=scope)(f)   # type: ignore[call-overload]
+    return declare(func) if func is not None else declare
 
 
 def lanes(config) -> int:
@@ -52,30 +55,43 @@ def lanes(config) -> int:
     return max(1, cpus // max(1, workers))
 
 
-def _case_of(item, seed: int, made: dict):
-    """The item's case through its module's ``case_fixture``, or None when that cannot be said."""
-    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get("case")
+def _cases_of(item, seed: int, made: dict) -> list:
+    """The cases of the item's case fixtures, each through the same function its fixture calls;
+    one that cannot be said (an argument that is neither a parameter, ``golden_seed`` nor another
+    case fixture; a fixture that raises) is left out."""
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     callspec = getattr(item, "callspec", None)
-    if not defs or callspec is None:
-        return None
-    func = defs[-1].func
-    if not getattr(func, CASE_FIXTURE, False):
-        return None
-    args = {}
-    for name in defs[-1].argnames:
+    if callspec is None:
+        return []
+    missing = object()
+
+    def value(name: str, depth: int = 0):
         if name == "golden_seed":
-            args[name] = seed
-        elif name in callspec.params:
-            args[name] = callspec.params[name]
-        else:
-            return None
-    key = (func, tuple(sorted((k, repr(v)) for k, v in args.items())))
-    if key not in made:
-        try:
-            made[key] = func(**args)
-        except Exception:           # the fixture raises again when the item runs, and says so there
-            made[key] = None
-    return made[key]
+            return seed
+        if name in callspec.params:
+            return callspec.params[name]
+        fixture = defs.get(name)
+        if not fixture or not getattr(fixture[-1].func, CASE_FIXTURE, False) or depth > 8:
+            return missing
+        args = {a: value(a, depth + 1) for a in fixture[-1].argnames}
+        if any(v is missing for v in args.values()):
+            return missing
+        key = (fixture[-1].func, tuple(sorted((k, repr(v)) for k, v in args.items())))
+        if key not in made:
+            try:
+                made[key] = fixture[-1].func(**args)
+            except Exception:       # the fixture raises again when the item runs, and says so there
+                made[key] = missing
+        return made[key]
+
+    out = []
+    for name in item.fixturenames:
+        fixture = defs.get(name)
+        if fixture and getattr(fixture[-1].func, CASE_FIXTURE, False):
+            case = value(name)
+            if case is not missing:
+                out.append(case)
+    return out
 
 
 def _attempted(item) -> bool:
@@ -93,15 +109,11 @@ def plan(config, items) -> list[tuple[int, Callable[[], None]]]:
         callspec = getattr(item, "callspec", None)
         if callspec is None or "hw" not in callspec.params or not engagement.is_ours(item) or not _attempted(item):
             continue
-        case = _case_of(item, seed, made)
-        if case is None:
-            continue
-        name = callspec.params["hw"]
-        cases, positions = per_backend.setdefault(name, ([], []))
-        if cases and cases[-1] is case:
-            continue
-        cases.append(case)
-        positions.append(position)
+        cases, positions = per_backend.setdefault(callspec.params["hw"], ([], []))
+        for case in _cases_of(item, seed, made):
+            if case not in cases[-4:]:      # the items of one case come together
+                cases.append(case)
+                positions.append(position)
     out: list[tuple[int, Callable[[], None]]] = []
     for name, (cases, positions) in per_backend.items():
         if registry.availability(name) is not None:

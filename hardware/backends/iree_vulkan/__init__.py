@@ -82,7 +82,7 @@ class IreeVulkanBackend(Backend):
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         def one(program: Program, args: dict) -> dict:
             compiled = self.compile(case, program)
-            return run_module.run(compiled.vmfb, "vulkan", program.entry, [args[n] for n in program.inputs],
+            return run_module.run(compiled.vmfb, "vulkan", compiled.symbol(program.entry), [args[n] for n in program.inputs],
                                   program.outputs, run_module.result_types(program.mlir, program.entry),
                                   self.timeout(case), f"{case.id} {program.entry}")
         return run_plan(plan_for(case), inputs, one)

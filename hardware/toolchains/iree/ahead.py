@@ -10,9 +10,10 @@ built first. Most of a small program's compile is the compiler's start and its p
 A batch that fails (a program the compiler rejects) is compiled again one program at a time, so
 the others still reach the cache; the rejected program is compiled once more by its own case,
 which then gets COMPILE_ERROR with the compiler's words and its own command. Programs whose flags
-write files of their own (``{out}``: qemu-rvv's static library and the executables it scans per
-case) are compiled one by one. A case that reaches a program while a job builds it waits for it
-(compiler.claim) instead of compiling it twice.
+write files of the output folder (``{out}``: qemu-rvv's static library and dumped executables)
+share a batch only when their reader takes its own program's part (``shared_files``: qemu-rvv's
+harness calls its program's dispatches and scans only those). A case that reaches a program
+while a job builds it waits for it (compiler.claim) instead of compiling it twice.
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ class Request:
     flags: tuple[str, ...]
     output: str = compiler.VMFB
     name: str = "program"         # for the compiler's messages
+    # What else the program's cases need once it is compiled (qemu-rvv: the harness linked to it),
+    # done in the same job, after the batch; a failure there is the case's to report.
+    then: tuple[Callable[[], object], ...] = ()
 
 
 def _compile_each(requests: list[Request]) -> None:
@@ -45,24 +49,32 @@ def _compile_each(requests: list[Request]) -> None:
             pass      # its case compiles it again and reports it
 
 
-def _batch_job(requests: list[Request]) -> Callable[[], None]:
+def _batch_job(requests: list[Request], shared_files: bool) -> Callable[[], None]:
     def job() -> None:
         first = requests[0]
-        if len(requests) == 1 or any("{out}" in f for f in first.flags):
-            _compile_each(requests)
-            return
         try:
-            compiler.compile_batch([r.mlir for r in requests], first.flags, output=first.output,
-                                   name=f"{first.name} and {len(requests) - 1} more (compiled ahead)")
+            batch = compiler.compile_batch([r.mlir for r in requests], first.flags, output=first.output,
+                                           name=f"{first.name} and {len(requests) - 1} more (compiled ahead)",
+                                           shared_files=shared_files) if len(requests) > 1 else None
         except (CompileError, Hang):
+            batch = None
+        if batch is None:       # one program, or some in the cache already, or a batch that failed
             _compile_each(requests)
+        for r in requests:
+            for step in r.then:
+                try:
+                    step()
+                except Exception:
+                    pass
     return job
 
 
-def jobs(requests: Iterable[Request], *, batch: int = BATCH, first_batch: int = FIRST_BATCH
-         ) -> list[tuple[int, Callable[[], None]]]:
+def jobs(requests: Iterable[Request], *, batch: int = BATCH, first_batch: int = FIRST_BATCH,
+         shared_files: bool = False) -> list[tuple[int, Callable[[], None]]]:
     """The compile jobs for ``requests``, each with the index of the first case it serves, in
-    that order; a program asked for twice is compiled once."""
+    that order; a program asked for twice is compiled once. ``shared_files``: programs whose
+    flags write files of the output folder (``{out}``) may share a batch, because their reader
+    takes only its own program's part of them; else they are compiled one by one."""
     groups: dict[tuple, list[Request]] = {}
     seen: set[tuple] = set()
     for r in sorted(requests, key=lambda r: r.index):
@@ -71,11 +83,11 @@ def jobs(requests: Iterable[Request], *, batch: int = BATCH, first_batch: int = 
             groups.setdefault((r.flags, r.output), []).append(r)
     out: list[tuple[int, Callable[[], None]]] = []
     for (flags, _), group in groups.items():
-        size = 1 if any("{out}" in f for f in flags) else batch
+        size = 1 if any("{out}" in f for f in flags) and not shared_files else batch
         start, n = 0, min(first_batch, size)
         while start < len(group):
             part = group[start:start + n]
-            out.append((part[0].index, _batch_job(part)))
+            out.append((part[0].index, _batch_job(part, shared_files)))
             start, n = start + n, size
     out.sort(key=lambda job: job[0])
     return out

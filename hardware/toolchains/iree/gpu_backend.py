@@ -130,7 +130,7 @@ class IreeGpuBackend(Backend):
 
         def one(program: Program, args: dict) -> dict:
             compiled = self.compile(case, program)
-            return run_module.run(compiled.vmfb, self.driver, program.entry, [args[n] for n in program.inputs],
+            return run_module.run(compiled.vmfb, self.driver, compiled.symbol(program.entry), [args[n] for n in program.inputs],
                                   program.outputs, run_module.result_types(program.mlir, program.entry),
                                   self.timeout(case), f"{case.id} {program.entry}")
         return run_plan(plan_for(case), inputs, one)
