@@ -7,8 +7,9 @@ A batch's first programs are the ones the next cases need, so the front of the s
 built first. Most of a small program's compile is the compiler's start and its per-module work
 (benchmarks/bench_compile_batch.py), which a batch pays once.
 
-A batch that fails (a program the compiler rejects) is compiled again one program at a time, so
-the others still reach the cache; the rejected program is compiled once more by its own case,
+A batch that fails (a program the compiler rejects) is compiled again in halves, down to the
+program at fault, so the others still reach the cache; the rejected program is compiled once more
+by its own case,
 which then gets COMPILE_ERROR with the compiler's words and its own command. Programs whose flags
 write files of the output folder (``{out}``: qemu-rvv's static library and dumped executables)
 share a batch only when their reader takes its own program's part (``shared_files``: qemu-rvv's
@@ -26,7 +27,7 @@ from accel_regress.toolchains.iree import compiler
 # Programs per batch. A batch's compile grows with its programs while its start is paid once;
 # the first batch of each group is small so that the first cases wait little.
 FIRST_BATCH = 4
-BATCH = 16
+BATCH = 32
 
 
 @dataclass(frozen=True)
@@ -49,17 +50,36 @@ def _compile_each(requests: list[Request]) -> None:
             pass      # its case compiles it again and reports it
 
 
-def _batch_job(requests: list[Request], shared_files: bool) -> Callable[[], None]:
+def _compile(requests: list[Request], shared_files: bool) -> None:
+    """The programs in one batch; when it fails, each half again, so that a program the compiler
+    rejects costs a few compiles of its neighbours, not one each."""
+    if len(requests) == 1:
+        _compile_each(requests)
+        return
+    first = requests[0]
+    try:
+        batch = compiler.compile_batch([r.mlir for r in requests], first.flags, output=first.output,
+                                       name=f"{first.name} and {len(requests) - 1} more (compiled ahead)",
+                                       shared_files=shared_files)
+    except (CompileError, Hang) as exc:
+        if isinstance(exc, Hang):       # a compile that outlives its bound is not split: each case meets it
+            return
+        half = len(requests) // 2
+        _compile(requests[:half], shared_files)
+        _compile(requests[half:], shared_files)
+        return
+    if batch is None:       # some were in the cache or being built by others: the rest one by one
+        _compile_each([r for r in requests if not compiler.present(r.mlir, r.flags, r.output)])
+
+
+def _batch_job(todo: list[Request], shared_files: bool) -> Callable[[], None]:
     def job() -> None:
-        first = requests[0]
-        try:
-            batch = compiler.compile_batch([r.mlir for r in requests], first.flags, output=first.output,
-                                           name=f"{first.name} and {len(requests) - 1} more (compiled ahead)",
-                                           shared_files=shared_files) if len(requests) > 1 else None
-        except (CompileError, Hang):
-            batch = None
-        if batch is None:       # one program, or some in the cache already, or a batch that failed
-            _compile_each(requests)
+        # What a warm cache holds is left to its cases, which verify it as they read it: a
+        # session started warm spends nothing here.
+        requests = [r for r in todo if not compiler.present(r.mlir, r.flags, r.output)]
+        if not requests:
+            return
+        _compile(requests, shared_files)
         for r in requests:
             for step in r.then:
                 try:

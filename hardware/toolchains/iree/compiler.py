@@ -404,6 +404,14 @@ def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
         os.close(fd)
 
 
+def present(mlir: str, flags: Sequence[str], output: str = VMFB) -> bool:
+    """Whether the cache has an entry or a batch link for the program (not verified: a reader
+    verifies what it reads)."""
+    root = cache_root()
+    key = _key(mlir, flags, output, None)
+    return (root / key).is_dir() or (root / BATCHED / f"{key}.json").is_file()
+
+
 _batch_sources: dict[Path, str] = {}
 
 
