@@ -27,7 +27,7 @@ from accel_regress.toolchains.iree import compiler
 # Programs per batch. A batch's compile grows with its programs while its start is paid once;
 # the first batch of each group is small so that the first cases wait little.
 FIRST_BATCH = 4
-BATCH = 32
+BATCH = 16
 
 
 @dataclass(frozen=True)
