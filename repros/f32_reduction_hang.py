@@ -118,7 +118,7 @@ def scan_variants(variants: list[str]) -> int:
             case = R.make_case(kind, R.SEED_SHAPES[kind], variant, max(riscv.VARIANTS[variant].min_vlen,
                                                                         riscv.BASELINE_VLEN))
             try:
-                scans = scan.scan_dir(build.compile_riscv(program_for(case), variant, name=case.id).dir / "dump")
+                scans = build.program_scan(program_for(case), variant, name=case.id)
             except Exception as exc:           # a build that fails is a row, not a traceback
                 print(f"{name:<22} {variant:<10} could not build: {str(exc).splitlines()[0][:160]}")
                 continue

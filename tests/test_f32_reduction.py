@@ -22,6 +22,7 @@ import pytest
 from accel_regress.golden import assert_close, store
 from accel_regress.families.f32_reduction import golden as R
 from accel_regress.toolchains.iree import riscv
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(R.OP)
 
@@ -109,7 +110,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     kind, shape, variant, vlen, inputs = cfg
     return R.make_case(kind, shape, variant, vlen, golden_seed, inputs=inputs)
@@ -160,8 +161,7 @@ def test_saturn_codegen_signature(hw, case):
     from accel_regress.toolchains.iree.program import program_for
     from accel_regress.backends.qemu_rvv import build, scan
     variant = case.params["variant"]
-    compiled = build.compile_riscv(program_for(case), variant, name=case.id)
-    scans = scan.scan_dir(compiled.dir / "dump")
+    scans = build.program_scan(program_for(case), variant, name=case.id)
     assert scans, f"no dispatch assembly was dumped for {case.id}"
     bad = [d for d in scans if d["signature"]]
     assert not bad, (f"{len(bad)} of {len(scans)} dispatches of {case.id} contain seed 004's candidate hang "

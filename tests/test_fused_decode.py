@@ -15,7 +15,8 @@ import pytest
 
 from accel_regress.golden import assert_close, store
 from accel_regress.families.fused_decode import golden as F
-from accel_regress.core.budget import skip_on_simulator
+from accel_regress.core.budget import on_simulators
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(F.OP)
 
@@ -28,8 +29,13 @@ SIZES = (("small", F.SMALL, (), F.CLASSES), ("small-odd", F.SMALL_ODD, (), ("nor
 # odd block (lengths not powers of two, where 1/n is not exact in bf16) with the normal class; the
 # masked block (padding mask: partly and fully masked attention rows) with the normal class. The
 # odd block (head size 12) also with the shifted class and with massive activations (F.SMALL_ODD_LARGE).
+# The odd block's shifted and massive-activation cases run the odd block's compiled steps on other
+# numbers: ~40 s each under qemu (loaded 2-core machine), so a simulator runs them with -m large.
+SIMULATOR_LARGE = {(F.SMALL_ODD, "shifted"), (F.SMALL_ODD_LARGE, "normal")}
+ON_SIMULATORS = on_simulators("the odd block's steps on other inputs (the normal case runs them)")
 CONFIGS = [pytest.param((cfg, cls), id=f"{name}-{cfg.id}-{cls}",
-                        marks=marks + ((pytest.mark.input_classes,) if cls != "normal" and marks else ()))
+                        marks=marks + ((pytest.mark.input_classes,) if cls != "normal" and marks else ())
+                        + ((ON_SIMULATORS,) if (cfg, cls) in SIMULATOR_LARGE else ()))
            for name, cfg, marks, classes in SIZES for cls in classes]
 NORMAL = [p for p in CONFIGS if p.values[0][1] == "normal"]
 
@@ -39,7 +45,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     block, cls = cfg
     return F.make_case(block, golden_seed, "steps", inputs=cls)
@@ -50,21 +56,20 @@ def inputs(case):
     return store.cached("inputs", case, lambda: F.make_inputs(case))
 
 
-# The odd block's shifted and massive-activation cases run the odd block's compiled steps on other
-# numbers: ~40 s each under qemu (loaded 2-core machine), so a simulator runs them with -m large.
-SIMULATOR_LARGE = {(F.SMALL_ODD, "shifted"), (F.SMALL_ODD_LARGE, "normal")}
-
-
 @pytest.fixture(scope="module")
-def run(hw, cfg, case, inputs, request):
-    if cfg in SIMULATOR_LARGE:
-        skip_on_simulator(hw, request.config, "the odd block's steps on other inputs (the normal case runs them)")
+def run(hw, case, inputs):
     return hw.run(case, inputs)
 
 
+@case_fixture
+def fused_case(case):
+    """The block as one program (end to end), on the same inputs."""
+    return F.as_program(case, "fused")
+
+
 @pytest.fixture(scope="module")
-def fused_run(hw, case, inputs):
-    return hw.run(F.as_program(case, "fused"), inputs)
+def fused_run(hw, fused_case, inputs):
+    return hw.run(fused_case, inputs)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, indirect=True)

@@ -12,7 +12,8 @@ import pytest
 from accel_regress.golden import assert_close, store
 from accel_regress.families.gemm_partition_n import golden as gemm
 from accel_regress.golden import inputs as classes
-from accel_regress.core.budget import simulator_budget_skip
+from accel_regress.core.budget import simulator_budget
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(gemm.OP)
 
@@ -26,30 +27,38 @@ CLASS_MAX_MACS = 1 << 31
 K_TAIL_CLASS_DEFAULT = ("specials",)
 
 
+def _param(cfg, prefix="", marks=()):
+    return pytest.param(cfg, id=prefix + cfg.test_id, marks=(*marks, *simulator_budget(cfg.M * cfg.K * cfg.N)))
+
+
 def _classed(cfg, prefix="", marks=()):
-    out = [pytest.param(cfg, id=prefix + cfg.test_id, marks=marks)]
+    out = [_param(cfg, prefix, marks)]
     if marks or cfg.M * cfg.K * cfg.N > CLASS_MAX_MACS or not cfg.emulate_bfp16:
         return out
     for cls in classes.CLASSES[1:]:
         default = cfg in CLASS_DEFAULT or (cfg in gemm.K_TAIL_CONFIGS and cls in K_TAIL_CLASS_DEFAULT)
         c = cfg.with_inputs(cls, emulate_bfp16=False if cls not in gemm.BFP16_CLASSES else None)
-        out.append(pytest.param(c, id=prefix + c.test_id, marks=() if default else (pytest.mark.input_classes,)))
+        out.append(_param(c, prefix, () if default else (pytest.mark.input_classes,)))
     return out
 
 
 CONFIGS = [p for c in gemm.CI_CONFIGS for p in _classed(c)] + _classed(gemm.VOCAB_MINI, "vocab-mini-") + [
-    pytest.param(gemm.LLAMA_VOCAB, id="vocab-" + gemm.LLAMA_VOCAB.test_id, marks=pytest.mark.large)] + [
-    pytest.param(c, id=c.test_id) for c in gemm.BF16_CONFIGS] + [
+    _param(gemm.LLAMA_VOCAB, "vocab-", (pytest.mark.large,))] + [_param(c) for c in gemm.BF16_CONFIGS] + [
     p for c in gemm.K_TAIL_CONFIGS for p in _classed(c)]
 
 
-def _partitions(configs):
+def _partitions(configs, standalone=False):
+    """Each configuration's partitions; ``standalone``: each partition run alone, whose
+    simulator budget is its own multiply-adds, not the whole GEMM's."""
     out = []
     for p in configs:
         cfg = p.values[0]
         base = p.id[:-len(cfg.inputs) - 1]
+        marks = p.marks
+        if standalone:
+            marks = [*(m for m in p.marks if m.name != "large_on"), *simulator_budget(cfg.M * cfg.K * cfg.n_part)]
         for i in range(cfg.partition_N):
-            out.append(pytest.param(cfg, i, id=f"{base}-C{i}-{cfg.inputs}", marks=p.marks))
+            out.append(pytest.param(cfg, i, id=f"{base}-C{i}-{cfg.inputs}", marks=marks))
     return out
 
 
@@ -58,7 +67,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     return gemm.make_case(cfg, golden_seed)
 
@@ -74,8 +83,7 @@ def expected(case, inputs, cfg):
 
 
 @pytest.fixture(scope="module")
-def run(hw, cfg, case, inputs, request):
-    simulator_budget_skip(hw, cfg.M * cfg.K * cfg.N, request.config)
+def run(hw, case, inputs):
     return hw.run(case, inputs)
 
 
@@ -102,13 +110,17 @@ def test_partition(run, cfg, part, expected):
                  name=f"C_{part} (columns {part * cfg.n_part}-{(part + 1) * cfg.n_part - 1})")
 
 
-@pytest.mark.parametrize("cfg, part", [p for p in _partitions(CONFIGS) if p.values[0].partition_N > 1],
+@case_fixture(scope="function")
+def standalone_case(cfg, part, golden_seed):
+    """Partition ``part`` of the configuration as a GEMM of its own."""
+    return gemm.make_case(cfg.standalone(part), golden_seed)
+
+
+@pytest.mark.parametrize("cfg, part", [p for p in _partitions(CONFIGS, standalone=True) if p.values[0].partition_N > 1],
                          indirect=["cfg"])
-def test_standalone_partition(hw, cfg, part, inputs, expected, golden_seed, request):
-    simulator_budget_skip(hw, cfg.M * cfg.K * cfg.n_part, request.config)
+def test_standalone_partition(hw, cfg, part, standalone_case, inputs, expected):
     ref, tol = expected
-    single = cfg.standalone(part)
-    run = hw.run(gemm.make_case(single, golden_seed), gemm.standalone_inputs(inputs, cfg, part))
+    run = hw.run(standalone_case, gemm.standalone_inputs(inputs, cfg, part))
     assert_close(run["C_0"][:cfg.M, :cfg.n_part], gemm.partition(ref, cfg, part),
                  tol=gemm.partition(tol, cfg, part), min_corr=gemm.MIN_CORR,
                  name=f"standalone partition {part}")

@@ -13,7 +13,8 @@ import pytest
 from accel_regress.golden import assert_close, store
 from accel_regress.golden import inputs as classes
 from accel_regress.families.matmul import golden as mm
-from accel_regress.core.budget import simulator_budget_skip
+from accel_regress.core.budget import simulator_budget
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(mm.OP)
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.family(mm.OP)
 DEFAULT_RUN_MACS = 2432 ** 3
 def _param(cfg: mm.MatmulConfig, prefix: str = "", large: bool = None):
     large = cfg.macs > DEFAULT_RUN_MACS if large is None else large
-    return pytest.param(cfg, id=prefix + cfg.id, marks=[pytest.mark.large] if large else [])
+    return pytest.param(cfg, id=prefix + cfg.id, marks=[pytest.mark.large] * large + [*simulator_budget(cfg.macs)])
 
 
 # The seed's three squares: 2304 and 2432 each broke the compiler in its own way. 2432^3 (the
@@ -58,7 +59,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     return mm.make_case(cfg, golden_seed)
 
@@ -74,8 +75,7 @@ def expected(case, inputs):
 
 
 @pytest.fixture(scope="module")
-def run(hw, cfg, case, inputs, request):
-    simulator_budget_skip(hw, cfg.macs, request.config)
+def run(hw, case, inputs):
     return hw.run(case, inputs)
 
 

@@ -15,7 +15,8 @@ from accel_regress.golden import census, store
 from accel_regress.families.rowexpandmul_fillpad import golden as tiles
 from accel_regress.golden import inputs as classes
 from accel_regress.plugin import run_memo, selection
-from accel_regress.core.budget import skip_on_simulator
+from accel_regress.core.budget import on_simulators
+from accel_regress.plugin.ahead import case_fixture
 
 pytestmark = pytest.mark.family(tiles.OP)
 
@@ -26,16 +27,27 @@ CLASS_DEFAULT = [tiles.TileConfig(8, 64, 3, 48, d, pad, "fused", True)
                  for d, pad in (("f32", "zero"), ("f16", "max"), ("bf16", "min"))]
 
 
+# A simulator builds and runs one harness per case: by default it gets seed 002's kernel at
+# valid_rows 1, 16 and 64 in every variant, and the f32 zero-pad sweep.
+SIMULATOR_DEFAULT = {c.id for c in tiles.seed_configs() if c.valid_rows in (1, 16, 64)} | {
+    c.id for c in tiles.sweep_configs() if c.dtype == "f32" and c.pad == "zero"}
+ON_SIMULATORS = on_simulators("only seed 002's kernel at valid_rows 1, 16, 64 and the f32 zero-pad sweep run by default")
+
+
+def _param(cfg, prefix="", marks=()):
+    marks = (*marks, ON_SIMULATORS) if cfg.id not in SIMULATOR_DEFAULT else marks
+    return pytest.param(cfg, id=prefix + cfg.test_id, marks=marks)
+
+
 def _classed(cfgs, marks=()):
-    return [pytest.param(c.with_inputs(cls), id=c.with_inputs(cls).test_id, marks=marks)
-            for c in cfgs for cls in classes.CLASSES[1:]]
+    return [_param(c.with_inputs(cls), marks=marks) for c in cfgs for cls in classes.CLASSES[1:]]
 
 
-CONFIGS = ([pytest.param(c, id="seed-" + c.test_id) for c in tiles.seed_configs()]
-           + [pytest.param(c, id=c.test_id) for c in tiles.sweep_configs()]
-           + [pytest.param(c, id=c.test_id, marks=pytest.mark.large) for c in tiles.large_configs()]
+CONFIGS = ([_param(c, "seed-") for c in tiles.seed_configs()]
+           + [_param(c) for c in tiles.sweep_configs()]
+           + [_param(c, marks=(pytest.mark.large,)) for c in tiles.large_configs()]
            + _classed(CLASS_DEFAULT)
-           + _classed([c for c in tiles.sweep_configs() if c not in CLASS_DEFAULT], pytest.mark.input_classes))
+           + _classed([c for c in tiles.sweep_configs() if c not in CLASS_DEFAULT], (pytest.mark.input_classes,)))
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +55,7 @@ def cfg(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@case_fixture
 def case(cfg, golden_seed):
     return tiles.make_case(cfg, golden_seed)
 
@@ -58,17 +70,8 @@ def expected(case, inputs, cfg):
     return store.cached("expected", case, lambda: tiles.tile_reference(inputs, cfg))
 
 
-# A simulator builds and runs one harness per case: by default it gets seed 002's kernel at
-# valid_rows 1, 16 and 64 in every variant, and the f32 zero-pad sweep.
-SIMULATOR_DEFAULT = {c.id for c in tiles.seed_configs() if c.valid_rows in (1, 16, 64)} | {
-    c.id for c in tiles.sweep_configs() if c.dtype == "f32" and c.pad == "zero"}
-
-
 @pytest.fixture(scope="module")
-def run(hw, cfg, case, inputs, request):
-    if cfg.id not in SIMULATOR_DEFAULT:
-        skip_on_simulator(hw, request.config, "only seed 002's kernel at valid_rows 1, 16, 64 and the f32 "
-                          "zero-pad sweep run by default")
+def run(hw, case, inputs):
     return hw.run(case, inputs)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -94,6 +94,15 @@ class Backend:
         ``accel_regress.Unsupported`` when the case cannot run here.
         """
         raise NotImplementedError
+
+    def ahead(self, cases: Sequence[Case]) -> list[tuple[int, Callable[[], None]]]:
+        """What this backend can build for ``cases`` before they run (compiles), as jobs a session
+        starts on idle cores once collection ends (plugin/ahead.py), each with the index of the
+        first case it serves (the cases come in the order they will run). A job builds into the
+        backend's own cache and never raises for a program that fails to build: its case builds it
+        again when it runs and gets the verdict. The cases are ones ``supports`` accepts. Default:
+        nothing is built ahead."""
+        return []
 
     def preload_modules(self) -> list[str]:
         """Modules the isolated worker imports once before any case, so every run starts warm."""

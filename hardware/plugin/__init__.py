@@ -10,6 +10,7 @@ The core, one concern per module:
 - ``recording``  one result record per case, results.json / results.jsonl, interrupted cases
 - ``terminal``   the family x backend table and the rerun line of every failure
 - ``gc_freeze``  the objects alive after collection leave the garbage collector's work
+- ``ahead``      compile ahead: the session's programs built on idle cores while the first cases run
 - ``parallel``   under pytest-xdist: each worker's thread pools sized to its share of the CPUs,
   its fork server stopped when its session ends
 
@@ -37,6 +38,7 @@ pytest_plugins = [
     "accel_regress.plugin.recording",
     "accel_regress.plugin.terminal",
     "accel_regress.plugin.gc_freeze",
+    "accel_regress.plugin.ahead",                   # the session's compiles start when collection ends
     "accel_regress.plugin.parallel",
     "accel_regress.plugin.history_options",         # --history, --shard (both register on engagement)
     "accel_regress.plugin.hypothesis_setup",         # accel-ci (default) and explore profiles, once hypothesis is in use

@@ -132,6 +132,13 @@ def pytest_collection_modifyitems(session, config, items):
             item.stash[_CANDIDATES] = found
 
 
+def may_be_skipped(item) -> bool:
+    """Whether a known hang or crash may keep the item from being attempted, decided at set-up
+    (an entry whose versions or device decide); those decided at collection are skip marks."""
+    return not item.config.getoption("accel_run_known_hangs") and any(
+        e.verdict in NOT_ATTEMPTED for e in item.stash.get(_CANDIDATES, None) or ())
+
+
 def _backend_versions(config, backend: str) -> tuple[dict, Optional[str]]:
     """The versions every result of ``backend`` records (its device held first, as a run does)."""
     from accel_regress.core import runner

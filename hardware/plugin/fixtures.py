@@ -79,6 +79,8 @@ def pytest_collection_modifyitems(config, items):
     if not ours:
         return
     _check_contracts(ours)
+    for item in ours:
+        _mark_large_on(item)
     out = [i for i in ours if selection.opt_in_unwanted(config, {m.name for m in i.iter_markers()})]
     if out:
         config.hook.pytest_deselected(items=out)
@@ -95,6 +97,23 @@ def pytest_collection_modifyitems(config, items):
     gone.update(i for i in ours if i not in still)
     if gone:
         items[:] = [i for i in items if i not in gone]
+
+
+def _mark_large_on(item) -> None:
+    """A case ``large_on`` its item's backend (a kind or a name: core/budget.py) is a ``large``
+    case there, so ``-m`` selects it as one."""
+    mark = item.get_closest_marker("large_on")
+    callspec = getattr(item, "callspec", None)
+    if mark is None or callspec is None or "hw" not in callspec.params:
+        return
+    from accel_regress.core import budget, registry
+    name = callspec.params["hw"]
+    try:
+        kind = registry.get(name).kind
+    except Exception:          # an unknown name: the hw fixture says so when the item runs
+        return
+    if budget.large_on(mark, name, kind):
+        item.add_marker(pytest.mark.large)
 
 
 def _check_contracts(items) -> None:

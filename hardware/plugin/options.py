@@ -41,6 +41,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _threads(text: str) -> str:
+    if text.strip() == "auto":
+        return "auto"
+    return str(_non_negative_int(text))
+
+
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
@@ -116,6 +122,9 @@ OPTIONS = (
            "($ACCEL_GOLDEN_CACHE, default ~/.cache/accel-regress/golden)", switch=True, default=False),
     Option("verify_golden", "FRACTION", "recompute this share of the goldens read from the store and fail "
            "naming any that differs (bare: every one; CI: 0.05)", _fraction, 0.0, const=1.0),
+    Option("compile_ahead", "N|auto", "when collection ends, compile the programs the session's cases need on N "
+           "threads while the first cases run (default auto: the CPUs this process may use; 0: each case compiles "
+           "its own when it runs)", _threads, "auto", env="ACCEL_COMPILE_AHEAD"),
     Option("golden_cache_shared", "", "the golden store is shared: accept a folder others can write or own "
            "(also $ACCEL_GOLDEN_CACHE_SHARED=1)", switch=True, default=False),
 )
@@ -234,6 +243,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "family(op): the operator family a test belongs to")
     if explicit:    # generic names: registered only where the plugin is plainly in use
         config.addinivalue_line("markers", "large: big cases, excluded by default; run with -m large")
+        config.addinivalue_line("markers", "large_on(*kinds_or_names, reason): large on backends of these kinds "
+                                "or names only (a simulator's default-run budget), by default elsewhere")
         config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
                                 "family, excluded by default; run with -m input_classes")
         config.addinivalue_line("markers", "backends(*names): the test is a stage of these backends only; "

@@ -147,14 +147,20 @@ TEST = '''"""{op} on every selected backend (``--hw``), against the float64 refe
 import pytest
 
 from accel_regress.golden import assert_close, store
+from accel_regress.plugin.ahead import case_fixture
 from {package} import golden
 
 pytestmark = pytest.mark.family(golden.OP)
 
 
-@pytest.fixture
-def case(request, golden_seed):
-    return golden.make_case(request.param, golden_seed)
+@pytest.fixture(scope="module")
+def shape(request):
+    return request.param
+
+
+@case_fixture           # a function of the parameters alone: the session compiles its programs ahead
+def case(shape, golden_seed):
+    return golden.make_case(shape, golden_seed)
 
 
 @pytest.fixture
@@ -170,7 +176,7 @@ def expected(case, inputs):
     return store.cached("expected", case, compute)
 
 
-@pytest.mark.parametrize("case", golden.SHAPES, ids=golden.shape_id, indirect=True)
+@pytest.mark.parametrize("shape", golden.SHAPES, ids=golden.shape_id, indirect=True)
 def test_{op}(hw, case, inputs, expected):
     out = hw.run(case, inputs)          # dtype and shape already checked against output_contract
     ref, tol = expected

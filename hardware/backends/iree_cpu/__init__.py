@@ -92,6 +92,11 @@ class IreeCpuBackend(Backend):
         program = program or program_for(case)
         return compiler.compile_cached(program.mlir, self._flags(program), name=f"{case.op}/{case.id}/{program.entry}")
 
+    def ahead(self, cases):
+        from accel_regress.toolchains.iree import ahead
+        return ahead.jobs(ahead.Request(i, p.mlir, self._flags(p), name=f"{c.op}/{c.id}/{p.entry}")
+                          for i, c in enumerate(cases) for p in plan_for(c))
+
     def _flags(self, program: Program) -> tuple[str, ...]:
         return HOST_FLAGS + tuple(getattr(program, "compile_flags", ()))
 

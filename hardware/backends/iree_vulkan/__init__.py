@@ -68,15 +68,21 @@ class IreeVulkanBackend(Backend):
         return {**out, "vulkan-device": dev.name, "vulkan-driver": dev.driver,
                 "vulkan-api": ".".join(map(str, dev.api_version)), "vulkan-device-type": dev.device_type}
 
+    def _source(self, program: Program) -> tuple[str, tuple[str, ...]]:
+        return with_target(program.mlir, vk.probe()), FLAGS + tuple(getattr(program, "compile_flags", ()))
+
     def compile(self, case: Case, program: Program) -> compiler.Compiled:
-        mlir = with_target(program.mlir, vk.probe())
-        flags = FLAGS + tuple(getattr(program, "compile_flags", ()))
-        return compiler.compile_cached(mlir, flags, name=f"{case.op}/{case.id}/{program.entry}")
+        return compiler.compile_cached(*self._source(program), name=f"{case.op}/{case.id}/{program.entry}")
+
+    def ahead(self, cases):
+        from accel_regress.toolchains.iree import ahead
+        return ahead.jobs(ahead.Request(i, *self._source(p), name=f"{c.op}/{c.id}/{p.entry}")
+                          for i, c in enumerate(cases) for p in plan_for(c))
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         def one(program: Program, args: dict) -> dict:
             compiled = self.compile(case, program)
-            return run_module.run(compiled.vmfb, "vulkan", program.entry, [args[n] for n in program.inputs],
+            return run_module.run(compiled.vmfb, "vulkan", compiled.symbol(program.entry), [args[n] for n in program.inputs],
                                   program.outputs, run_module.result_types(program.mlir, program.entry),
                                   self.timeout(case), f"{case.id} {program.entry}")
         return run_plan(plan_for(case), inputs, one)

@@ -37,7 +37,7 @@ from accel_regress.toolchains.iree.program import (
     unsupported_case,
     unsupported_op,
 )
-from accel_regress.backends.qemu_rvv import build, protocol, scan
+from accel_regress.backends.qemu_rvv import build, protocol
 
 QEMU = "qemu-riscv64-static"
 # qemu 7.2's translator aborts on vfcvt.rtz.* (probes/vfcvt_rtz.c); the words it dies with:
@@ -102,6 +102,31 @@ class QemuRvvBackend(Backend):
             return f"unknown RISC-V variant {variant!r} (known: {', '.join(riscv.VARIANTS)})"
         return riscv.check_vlen(variant, vlen)
 
+    def ahead(self, cases):
+        """Every program's riscv64 compile, batched across cases as on the host (a batch's
+        static library links into each program's harness, and each case's codegen scan reads
+        only its own program's dispatches: build.scan_of), then the harness of each case whose
+        plan is one program (a later step's inputs are earlier steps' outputs, known only when
+        they run)."""
+        from accel_regress.toolchains.iree import ahead
+        requests = []
+        for i, case in enumerate(cases):
+            variant, _ = self._variant_vlen(case)
+            plan = plan_for(case)
+            requests += [ahead.Request(i, p.mlir, build.riscv_flags(p, variant), "host.mlir", f"{case.op}/{case.id}",
+                                       then=(self._link_job(case, variant, p),) if len(plan) == 1 else ())
+                         for p in plan]
+        return ahead.jobs(requests, shared_files=True)
+
+    @staticmethod
+    def _link_job(case: Case, variant: str, program):
+        def link():
+            given = {**build.inputs_for(case), **program.constants}
+            inputs = {n: given[n] for n in program.inputs}
+            build.cached_harness(case, variant, inputs, uart_outputs=True, rdcycle=True, program=program,
+                                 inputs_from_file=True)
+        return link
+
     def versions(self) -> dict[str, str]:
         return {"iree-compiler": compiler.compiler_version(), "qemu": build.tool_version(QEMU), "clang": build.clang_version()}
 
@@ -115,7 +140,7 @@ class QemuRvvBackend(Backend):
         if reason:
             raise Unsupported(reason)
         self.last_report = {"variant": variant, "vlen": vlen, "codegen_scan": [], "cycles": 0, "dispatches": []}
-        self._scanned = set()      # a plan's steps share one batch's dump: scanned once
+        self._scanned = set()      # (entry, dispatch): a dispatch the plan's steps share is counted once
         plan = plan_for(case)
         if len(plan) > 1:
             build.compile_plan(plan, variant, name=f"{case.op}/{case.id}")
@@ -128,9 +153,9 @@ class QemuRvvBackend(Backend):
                                              inputs_from_file=True)
         report = self.last_report
         report["harness"] = str(exe)
-        if compiled.dir not in self._scanned:
-            self._scanned.add(compiled.dir)
-            report["codegen_scan"] += scan.scan_dir(compiled.dir / "dump")
+        report["codegen_scan"] += [d for d in build.scan_of(compiled, program)
+                                   if (compiled.dir, d["function"]) not in self._scanned]
+        self._scanned.update((compiled.dir, d["function"]) for d in report["codegen_scan"])
         with tempfile.TemporaryDirectory(prefix="qemu-rvv-") as tmp:
             data = build.write_inputs(exe, inputs, Path(tmp) / "inputs.bin")
             return self._run_exe(case, program, exe, data, variant, vlen, timeout_s)

@@ -87,12 +87,34 @@ def toolchain_missing(target: str = "linux") -> Optional[str]:
     return None
 
 
-def _riscv_flags(program: Program, variant: str) -> tuple[str, ...]:
+def riscv_flags(program: Program, variant: str) -> tuple[str, ...]:
     return riscv.compile_flags(variant) + tuple(getattr(program, "compile_flags", ())) + STATIC_FLAGS
 
 
 def compile_riscv(program: Program, variant: str, name: str = "program") -> compiler.Compiled:
-    return compiler.compile_cached(program.mlir, _riscv_flags(program, variant), name=name, output="host.mlir")
+    return compiler.compile_cached(program.mlir, riscv_flags(program, variant), name=name, output="host.mlir")
+
+
+def program_scan(program: Program, variant: str, name: str = "program") -> list[dict]:
+    """The codegen scan (scan.py) of the dispatches ``program`` runs, compiled for ``variant``. A
+    compiled entry may be a batch (a plan's steps, the cases compiled ahead) whose dump holds
+    other programs' dispatches too: only those the program's own schedule calls are its."""
+    return scan_of(compile_riscv(program, variant, name=name), program)
+
+
+def scan_of(compiled: compiler.Compiled, program: Program) -> list[dict]:
+    from accel_regress.backends.qemu_rvv import scan
+    scans = scan.scan_dir(compiled.dir / "dump")
+    try:
+        exports = {d.export for d in sched_mod.parse_file(compiled.output, compiled.symbol(program.entry)).dispatches}
+    except sched_mod.ScheduleError:
+        return scans        # the harness build reports it; the scan is of the whole entry
+    ours = [d for d in scans if d["function"] in exports]
+    renamed = compiled.symbol(program.entry)
+    for d in ours:      # a batch renamed the program's functions: its dispatches keep the program's own names
+        if renamed != program.entry and d["function"].startswith(renamed + "_"):
+            d["function"] = program.entry + d["function"][len(renamed):]
+    return ours
 
 
 def compile_plan(plan, variant: str, name: str = "plan") -> None:
@@ -101,7 +123,7 @@ def compile_plan(plan, variant: str, name: str = "plan") -> None:
     that fails leaves each program to its own compile, which names the one at fault."""
     groups: dict[tuple, list[str]] = {}
     for program in plan:
-        groups.setdefault(_riscv_flags(program, variant), []).append(program.mlir)
+        groups.setdefault(riscv_flags(program, variant), []).append(program.mlir)
     for flags, texts in groups.items():
         try:
             compiler.compile_batch(texts, flags, name=name, output="host.mlir", shared_files=True)
@@ -368,6 +390,9 @@ def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *
     out = root / key[:32]
     exe = out / ("harness.elf" if target == "baremetal" else "harness")
     if not exe.is_file():
-        build_harness(case, variant, out, uart_outputs, inputs=inputs, iterations=iterations, rdcycle=rdcycle,
-                      program=program, target=target, inputs_from_file=inputs_from_file)
+        # One link per key: another worker or the compile-ahead thread may be linking it now.
+        with compiler.claim(root, key, wait_s=300):
+            if not exe.is_file():
+                build_harness(case, variant, out, uart_outputs, inputs=inputs, iterations=iterations,
+                              rdcycle=rdcycle, program=program, target=target, inputs_from_file=inputs_from_file)
     return exe, compiled

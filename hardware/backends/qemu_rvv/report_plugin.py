@@ -18,7 +18,7 @@ _scans: dict[tuple, str] = {}
 def codegen_scan_for(case) -> list[dict]:
     from accel_regress.toolchains.iree import riscv
     from accel_regress.toolchains.iree.program import program_for, program_module
-    from accel_regress.backends.qemu_rvv import build, scan
+    from accel_regress.backends.qemu_rvv import build
     if program_module(case.op) is None:
         return []
     variant = case.params.get("variant") or riscv.BASELINE_VARIANT
@@ -27,8 +27,7 @@ def codegen_scan_for(case) -> list[dict]:
     program = program_for(case)
     key = (program.mlir, variant, tuple(getattr(program, "compile_flags", ())))
     if key not in _scans:
-        compiled = build.compile_riscv(program, variant, name=case.id)
-        _scans[key] = json.dumps(scan.scan_dir(compiled.dir / "dump"))
+        _scans[key] = json.dumps(build.program_scan(program, variant, name=case.id))
     return json.loads(_scans[key])      # each record its own copy
 
 

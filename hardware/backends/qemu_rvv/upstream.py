@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from accel_regress.backends import qemu_rvv
-from accel_regress.backends.qemu_rvv import build, scan, schedule
+from accel_regress.backends.qemu_rvv import build, schedule
 from accel_regress.toolchains.iree import compiler, riscv
 
 SATURN_TEST = "test_saturn_codegen_signature"
@@ -88,9 +88,8 @@ def bundle(args, prog: str) -> int:
                             inputs=m["cls"])
 
     def loops(c):
-        compiled = build.compile_riscv(program_for(c), variant, name=c.id)
         return [f"{d['function']}: loop {', '.join(d['signature_loops'])}"
-                for d in scan.scan_dir(compiled.dir / "dump") if d["signature"]]
+                for d in build.program_scan(program_for(c), variant, name=c.id) if d["signature"]]
     hits = loops(case)
     print(f"case {case.id}: {len(hits)} dispatch(es) with the pattern")
     if not hits:

@@ -26,7 +26,7 @@ BUILD_ERROR = "BUILD_ERROR"   # the step's environment could not be built
 NOT_A_VERDICT = (ERROR, BUILD_ERROR, "SKIP")   # never good or bad: a bisect skips such a step
 # A -m expression true for every test that names `large` and `input_classes`: the suite then
 # deselects neither, and a simulator runs the named case whatever its default-run budget
-# (accel_regress/plugin/options.py _markexpr, core/budget.py large_requested).
+# (accel_regress/plugin/options.py _markexpr, core/budget.py large_on).
 EVERY_TEST = "large or input_classes or not (large or input_classes)"
 _COMMIT = re.compile(r"@\s*([0-9a-f]{40})\b")
 

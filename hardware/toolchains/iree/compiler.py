@@ -18,6 +18,12 @@ before the rename. A hit is trusted only once its index validates and every file
 older suite without an index, a file name that leaves the folder) is moved aside, removed and
 rebuilt, with a note on stderr and in ``Compiled.note``.
 
+Whoever builds an entry holds its claim (an ``flock`` on ``.claim-<key>``, released by the
+kernel when the holder dies): a second process or thread that needs the same entry waits for it
+instead of compiling it again, then reads what was built. A batch claims only the programs no one
+else is building (hardware/toolchains/iree/ahead.py compiles a session's programs ahead while
+its cases run and reach the same entries).
+
 ``compile_batch`` compiles many programs with the same flags in one ``iree-compile`` (one module
 holding every program's functions; a colliding symbol or type alias is renamed): most of a small
 program's compile is the compiler's start and per-module work, so the 13 f32_reduction programs
@@ -37,6 +43,7 @@ compile is not cached: it raises ``accel_regress.CompileError`` with the compile
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -50,9 +57,14 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Mapping, Optional, Sequence
 
-from accel_regress.util import schemas
+try:
+    import fcntl
+except ImportError:          # not POSIX: no claims, a duplicate compile at worst (the rename race)
+    fcntl = None  # type: ignore[assignment]
+
+from accel_regress.util import children, schemas
 from accel_regress.util.atomic import write_atomic
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core.errors import CompileError, Hang
@@ -178,17 +190,37 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
             raise CompileError(reason, detail={"diagnostic": reason})
     key = _key(mlir, flags, output, tool)
     final = (root or cache_root()) / key
+    found = _found(final, key, mlir, output)
+    if isinstance(found, Compiled):
+        return found
+    # Someone may be building it (a batch compiled ahead, another worker): wait for theirs.
+    with claim(final.parent, key, wait_s=timeout_s):
+        again = _found(final, key, mlir, output)
+        if isinstance(again, Compiled):
+            return again
+        return _build(mlir, flags, final, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
+                      on_error=on_error, note=again or found)
+
+
+def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
+    """The entry (or the batch holding the program) when it is whole; else the note to give a
+    rebuilt one ("" when there was none)."""
     via_batch = _batched(final.parent, key, mlir, output)
     if via_batch is not None:
         return via_batch
-    note = ""
-    if final.exists():
-        problem = entry_problem(final, key, output)
-        if problem is None:
-            return Compiled(final, True, 0.0, (), output)
-        note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
-        _discard(final)
-        print(f"accel-regress: {note}", file=sys.stderr)
+    if not final.exists():
+        return ""
+    problem = entry_problem(final, key, output)
+    if problem is None:
+        return Compiled(final, True, 0.0, (), output)
+    note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
+    _discard(final)
+    print(f"accel-regress: {note}", file=sys.stderr)
+    return note
+
+
+def _build(mlir: str, flags: Sequence[str], final: Path, key: str, *, timeout_s: float, name: str, output: str,
+           tool: Optional[str], on_error: Callable[..., CompileError], note: str) -> Compiled:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
     try:
@@ -201,7 +233,7 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
         kept = {"program": mlir, "argv_here": " ".join(shlex.quote(a.replace(str(tmp), ".")) for a in argv),
                 "temp_dir": str(tmp)}
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+            proc = children.run(argv, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise Hang(f"{Path(argv[0]).name} did not finish within {timeout_s:.0f} s ({name})", stage="compile",
                        detail={"argv": " ".join(argv), "diagnostic": _text(exc.stderr)[-DIAGNOSTIC_CHARS:],
@@ -209,8 +241,8 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
         seconds = time.perf_counter() - start
         if proc.returncode != 0 or not (tmp / output).is_file():
             error = on_error(proc, argv, name)
-            for key, value in kept.items():
-                error.detail.setdefault(key, value)
+            for field_name, value in kept.items():
+                error.detail.setdefault(field_name, value)
             raise error
         (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
         _write_index(tmp, key, output)
@@ -246,25 +278,58 @@ def _renamed(mlir: str, symbols: Mapping[str, str], aliases: Mapping[str, str]) 
     return mlir
 
 
+def _split(text: str) -> Optional[tuple[str, str, str]]:
+    """(what precedes the module, the module's header line, its body) of a program held in one
+    ``module attributes {...} {`` ... ``}`` (a GPU backend's target: backends/iree_vulkan/target.py,
+    with type aliases before it, where MLIR wants them); ("", "", text) for a list of top-level
+    ops; None for any other use of ``module``."""
+    lines = text.rstrip("\n").splitlines()
+    heads = [i for i, ln in enumerate(lines) if re.match(r"\s*module\b", ln)]
+    if not heads:
+        return "", "", text
+    head = heads[0]
+    if len(heads) > 1 or not lines[head].rstrip().endswith("{") or not lines or lines[-1].strip() != "}":
+        return None
+    return "\n".join(lines[:head]), lines[head], "\n".join(lines[head + 1:-1])
+
+
 def merge_programs(texts: Sequence[str]) -> Optional[tuple[str, list[tuple[dict, dict]]]]:
     """One module text holding every program's functions, and per program its renamed symbols and
-    type aliases; None when a program is not a list of top-level ops (a ``module`` of its own)."""
-    parts: list[str] = []
+    type aliases; None when the programs cannot share one module (a ``module`` of their own that
+    is not one same-header wrapper around each)."""
+    before: list[str] = []
+    bodies: list[str] = []
+    headers: set[str] = set()
     renames: list = []
     taken_symbols: set[str] = set()
     taken_aliases: set[str] = set()
     for i, text in enumerate(texts):
-        if re.search(r"^\s*module\b", text, re.M):
+        if _split(text) is None:
             return None
         symbols = _DEFINED_SYMBOL.findall(text)
         aliases = _DEFINED_ALIAS.findall(text)
         sym_map = {s: f"b{i}_{s}" for s in symbols} if taken_symbols & set(symbols) else {}
         alias_map = {a: f"{a[0]}b{i}_{a[1:]}" for a in aliases} if taken_aliases & set(aliases) else {}
-        parts.append(_renamed(text, sym_map, alias_map))
+        top, header, body = _split(_renamed(text, sym_map, alias_map))  # type: ignore[misc]
+        before += [top] if top else []
+        bodies.append(body)
+        headers.add(header)
         renames.append((sym_map, alias_map))
         taken_symbols |= {sym_map.get(s, s) for s in symbols}
         taken_aliases |= {alias_map.get(a, a) for a in aliases}
-    return "\n".join(parts), renames
+    if len(headers) > 1:
+        return None
+    header = headers.pop() if headers else ""
+    if not header:
+        return "\n".join(bodies), renames
+    return "\n".join([*before, header, *bodies, "}", ""]), renames
+
+
+def _holds(source: str, program: str) -> bool:
+    """Whether a batch's source holds ``program`` (already renamed) whole: its text, or for a
+    wrapped program its aliases, its module header and its body."""
+    parts = _split(program)
+    return parts is not None and all(part in source for part in parts if part)
 
 
 def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: float = 600.0,
@@ -279,17 +344,72 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
     if (any("{out}" in f for f in flags) and not shared_files) or availability():
         return None
     root = cache_root()
-    todo = list(dict.fromkeys(t for t in texts if not (root / _key(t, flags, output, None)).is_dir()
-                              and _batched(root, _key(t, flags, output, None), t, output) is None))
-    merged = merge_programs(todo) if len(todo) > 1 else None
-    if merged is None:
-        return None
-    text, renames = merged
-    batch = compile_cached(text, flags, timeout_s=timeout_s, name=f"{name} ({len(todo)} programs)", output=output)
-    for program, (symbols, aliases) in zip(todo, renames):
-        doc = {"format": 1, "batch": batch.dir.name, "output": output, "symbols": symbols, "aliases": aliases}
-        write_atomic(root / BATCHED / f"{_key(program, flags, output, None)}.json", json.dumps(doc) + "\n")
-    return batch
+    with contextlib.ExitStack() as held:
+        todo = []
+        for text in dict.fromkeys(texts):
+            key = _key(text, flags, output, None)
+            # A program someone else is building is theirs: its case waits for it (compile_cached).
+            if not (root / key).is_dir() and held.enter_context(claim(root, key, wait_s=None)) \
+                    and not (root / key).is_dir() and _batched(root, key, text, output) is None:
+                todo.append(text)
+        merged = merge_programs(todo) if len(todo) > 1 else None
+        if merged is None:
+            return None
+        text, renames = merged
+        batch = compile_cached(text, flags, timeout_s=timeout_s, name=f"{name} ({len(todo)} programs)", output=output)
+        for program, (symbols, aliases) in zip(todo, renames):
+            doc = {"format": 1, "batch": batch.dir.name, "output": output, "symbols": symbols, "aliases": aliases}
+            write_atomic(root / BATCHED / f"{_key(program, flags, output, None)}.json", json.dumps(doc) + "\n")
+        return batch
+
+
+@contextlib.contextmanager
+def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
+    """Hold the claim to build entry ``key`` under ``root`` while the block runs: True when held.
+    ``wait_s`` None: do not wait (False at once when another holds it); else wait at most that
+    long, then go on unclaimed (False: a duplicate compile at worst, never a stall past the
+    bound). The claim is a lock on ``.claim-<key>``, removed by its holder when done, so an idle
+    cache holds entries only."""
+    if fcntl is None:
+        yield True
+        return
+    path = root / f".claim-{key}"
+    root.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + (wait_s or 0.0)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if wait_s is None or time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(0.05)
+            continue
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)        # its holder removed it between our open and our lock: claim the new one
+    try:
+        yield True
+    finally:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def present(mlir: str, flags: Sequence[str], output: str = VMFB) -> bool:
+    """Whether the cache has an entry or a batch link for the program (not verified: a reader
+    verifies what it reads)."""
+    root = cache_root()
+    key = _key(mlir, flags, output, None)
+    return (root / key).is_dir() or (root / BATCHED / f"{key}.json").is_file()
 
 
 _batch_sources: dict[Path, str] = {}
@@ -313,7 +433,7 @@ def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]
             return None
         if folder not in _batch_sources:
             _batch_sources[folder] = (folder / "program.mlir").read_text()
-        if _renamed(mlir, symbols, aliases) not in _batch_sources[folder]:
+        if not _holds(_batch_sources[folder], _renamed(mlir, symbols, aliases)):
             return None
     except (OSError, ValueError, KeyError, AttributeError, TypeError):
         return None

@@ -104,11 +104,22 @@ class IreeGpuBackend(Backend):
             out["target"] = f"none: {exc.message}"
         return {**out, **self.device_versions()}
 
-    def compile(self, case: Case, program: Program) -> compiler.Compiled:
+    def _flags(self, program: Program) -> tuple[str, ...]:
         target, _ = self.target()
-        flags = (f"--iree-hal-target-device={self.driver}", f"{self.target_flag}={target}",
-                 *getattr(program, "compile_flags", ()))
-        return compiler.compile_cached(program.mlir, flags, name=f"{case.op}/{case.id}/{program.entry}")
+        return (f"--iree-hal-target-device={self.driver}", f"{self.target_flag}={target}",
+                *getattr(program, "compile_flags", ()))
+
+    def compile(self, case: Case, program: Program) -> compiler.Compiled:
+        return compiler.compile_cached(program.mlir, self._flags(program), name=f"{case.op}/{case.id}/{program.entry}")
+
+    def ahead(self, cases):
+        from accel_regress.toolchains.iree import ahead
+        try:
+            self.target()
+        except CompileError:
+            return []       # every case says so when it runs
+        return ahead.jobs(ahead.Request(i, p.mlir, self._flags(p), name=f"{c.op}/{c.id}/{p.entry}")
+                          for i, c in enumerate(cases) for p in plan_for(c))
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         missing = self.compile_only()
@@ -119,7 +130,7 @@ class IreeGpuBackend(Backend):
 
         def one(program: Program, args: dict) -> dict:
             compiled = self.compile(case, program)
-            return run_module.run(compiled.vmfb, self.driver, program.entry, [args[n] for n in program.inputs],
+            return run_module.run(compiled.vmfb, self.driver, compiled.symbol(program.entry), [args[n] for n in program.inputs],
                                   program.outputs, run_module.result_types(program.mlir, program.entry),
                                   self.timeout(case), f"{case.id} {program.entry}")
         return run_plan(plan_for(case), inputs, one)
