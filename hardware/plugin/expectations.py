@@ -132,11 +132,13 @@ def pytest_collection_modifyitems(session, config, items):
             item.stash[_CANDIDATES] = found
 
 
-def may_be_skipped(item) -> bool:
-    """Whether a known hang or crash may keep the item from being attempted, decided at set-up
-    (an entry whose versions or device decide); those decided at collection are skip marks."""
-    return not item.config.getoption("accel_run_known_hangs") and any(
-        e.verdict in NOT_ATTEMPTED for e in item.stash.get(_CANDIDATES, None) or ())
+def nothing_to_build(item) -> bool:
+    """Whether building the item's programs ahead would be wasted: a known hang or crash not
+    attempted, or a known COMPILE_ERROR (its case compiles it and gets the error), decided at
+    collection or (an entry whose versions or device decide) possibly at set-up."""
+    entries = [item.stash[_ENTRY]] if _ENTRY in item.stash else list(item.stash.get(_CANDIDATES, None) or ())
+    skipped = () if item.config.getoption("accel_run_known_hangs") else NOT_ATTEMPTED
+    return any(e.verdict in skipped or e.verdict == verdicts.COMPILE_ERROR for e in entries)
 
 
 def _backend_versions(config, backend: str) -> tuple[dict, Optional[str]]:

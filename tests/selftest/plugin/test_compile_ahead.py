@@ -83,12 +83,20 @@ def test_a_session_compiles_its_programs_in_batches_with_the_same_verdicts(suite
 
 def test_nothing_is_built_ahead_with_zero_threads_or_for_skipped_cases(suite, monkeypatch, tmp_path):
     from accel_regress.plugin import ahead
-    calls = []
+    from accel_regress.toolchains.iree import ahead as iree_ahead
+    calls, programs = [], []
     monkeypatch.setattr(ahead, "Ahead", lambda jobs, threads: calls.append((len(jobs), threads)))
+    real = iree_ahead.jobs
+
+    def counting(requests, **k):
+        requests = list(requests)
+        programs.append(len(requests))
+        return real(requests, **k)
+    monkeypatch.setattr(iree_ahead, "jobs", counting)
     monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "c"))
     suite.runpytest(*IREE_CPU, "--isolation", "none", "--accel-compile-ahead", "0", "--collect-only")
     suite.runpytest(*IREE_CPU, "--isolation", "none", "--accel-compile-ahead", "0", "-k", "N33")
-    assert calls == []
+    assert calls == [] and programs == []
     suite.makepyfile(conftest='''
 import pytest
 def pytest_collection_modifyitems(items):
@@ -98,7 +106,15 @@ def pytest_collection_modifyitems(items):
 ''')
     suite.runpytest(*IREE_CPU, "--isolation", "none", "--accel-compile-ahead", "3", "-k", "N33")
     # row_sum and rmsnorm at N=33: two programs, one batch; softmax skipped: not built
-    assert calls == [(1, 1)]
+    assert calls == [(1, 1)] and programs == [2]
+    # A known COMPILE_ERROR: its case compiles it and gets the error; building it ahead is waste
+    # (each warm run would compile it again: failures are not cached).
+    (suite.path / "expectations").mkdir()
+    (suite.path / "expectations" / "iree-cpu.toml").write_text(
+        '[[expect]]\ntest = "test_family.py::test_reduction[rmsnorm-*]"\nverdict = "COMPILE_ERROR"\n'
+        'reason = "a stand-in entry"\nissue = "none"\n')
+    suite.runpytest(*IREE_CPU, "--isolation", "none", "--accel-compile-ahead", "3", "-k", "N33")
+    assert programs == [2, 1]       # row_sum alone
 
 
 def test_the_option_is_checked(suite):
