@@ -226,7 +226,7 @@ def _build(mlir: str, flags: Sequence[str], final: Path, key: str, *, timeout_s:
     try:
         src = tmp / "program.mlir"
         src.write_text(mlir)
-        argv = [tool or tool_path(), str(src), *(f.replace("{out}", str(tmp)) for f in flags), "-o", str(tmp / output)]
+        argv = [str(tool or tool_path()), str(src), *(f.replace("{out}", str(tmp)) for f in flags), "-o", str(tmp / output)]
         start = time.perf_counter()
         # What a person needs to read a failed compile once this folder is gone: the program, and
         # the command as it runs next to it (the report folder keeps both: results/failure_files.py).
