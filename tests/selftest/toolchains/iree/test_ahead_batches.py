@@ -8,28 +8,14 @@ from accel_regress.families.f32_reduction import golden as R
 CASES = [R.make_case(k, (4, n), "v", 256, inputs="normal") for k in ("row_sum", "softmax", "layernorm") for n in (33, 40)]
 
 
-@pytest.fixture
-def compiles(monkeypatch):
-    from accel_regress.toolchains.iree import compiler
-    monkeypatch.delenv("ACCEL_IREE_CACHE", raising=False)
-    starts = []
-    real = compiler.children.run
-
-    def counting(argv, *a, **k):
-        if argv and argv[0] == compiler.tool_path():
-            starts.append(argv)
-        return real(argv, *a, **k)
-    monkeypatch.setattr(compiler.children, "run", counting)
-    return starts
-
-
 def _links(name):
     from accel_regress.backends.qemu_rvv import build
     return len(list(build.link_cache().glob("*/harness"))) if name == "qemu-rvv" else 0
 
 
 @pytest.mark.parametrize("name", ["iree-cpu", "iree-vulkan", "qemu-rvv"])
-def test_cases_compiled_ahead_in_batches_give_the_outputs_of_cases_compiled_alone(name, compiles, monkeypatch, tmp_path):
+def test_cases_compiled_ahead_in_batches_give_the_outputs_of_cases_compiled_alone(name, compiler_starts, monkeypatch, tmp_path):
+    compiles = compiler_starts
     from accel_regress.core import registry
     reason = registry.availability(name)
     if reason:

@@ -12,18 +12,9 @@ pytestmark = pytest.mark.skipif(compiler.availability() is not None, reason=str(
 
 
 @pytest.fixture
-def starts(tmp_path, monkeypatch):
-    monkeypatch.delenv("ACCEL_IREE_CACHE", raising=False)
+def starts(compiler_starts, tmp_path, monkeypatch):
     monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
-    calls = []
-    real = compiler.children.run
-
-    def counting(argv, *a, **k):
-        if argv and argv[0] == compiler.tool_path():
-            calls.append(argv)
-        return real(argv, *a, **k)
-    monkeypatch.setattr(compiler.children, "run", counting)
-    return calls
+    return compiler_starts
 
 
 def _programs():
