@@ -2,18 +2,19 @@
 cases need start on N threads while the first cases run, instead of one at a time as each case
 reaches its program.
 
-A test module says what its items' cases are by declaring its ``case`` fixture with
-``case_fixture``: a module-scoped fixture whose value is a pure function of the item's parameters
-and ``golden_seed``, so the plugin may call the same function at collection; a family needs no
-other hook. Items it cannot read (another fixture in the signature, a case built inside the
-test) compile when they run, as before. Each backend decides what it builds ahead
+A test module says what its items' cases are by declaring its case fixtures (``case``, and any
+other case a test runs) with ``case_fixture``: a fixture whose value is a pure function of the
+item's parameters, ``golden_seed`` and other case fixtures, so the plugin may call the same
+function at collection; a family needs no other hook. Items it cannot read (another fixture in
+the signature, a case built inside the test) compile when they run, as before. Each backend decides what it builds ahead
 (``Backend.ahead``; the IREE backends batch their programs: hardware/toolchains/iree/ahead.py).
 Skipped items (an unavailable backend, a known hang not attempted, a case the backend does not
 support) get nothing built.
 
 Jobs start in the order of the first item each serves. When the session ends (after ``-x`` and
-interruptions too) the jobs not started are dropped and the compiles running are stopped; a
-case never waits on a job longer than its own compile bound (compiler.claim).
+interruptions too) the jobs not started are dropped, the compiles running are killed and the
+threads start no more (hardware/util/children.py); a case never waits on a job longer than its
+own compile bound (compiler.claim).
 """
 from __future__ import annotations
 
@@ -142,16 +143,18 @@ class Ahead:
             t.start()
 
     def _work(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                job = self.jobs.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                job()
-            except Exception:       # a job never fails a session: its case builds and reports it
-                if self.stopped.is_set():
+        try:
+            while not self.stopped.is_set():
+                try:
+                    job = self.jobs.get_nowait()
+                except queue.Empty:
                     return
+                try:
+                    job()
+                except Exception:       # a job never fails a session: its case builds and reports it
+                    pass
+        finally:
+            children.forget()
 
     def stop(self) -> None:
         self.stopped.set()

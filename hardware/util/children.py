@@ -8,11 +8,19 @@ import threading
 from typing import Sequence
 
 _live: dict[subprocess.Popen, int] = {}
+_stopped: set[int] = set()      # threads told to stop: they start no more children
 _lock = threading.Lock()
 
 
+class Stopped(RuntimeError):
+    """A thread that was told to stop (``stop``) tried to start a child."""
+
+
 def run(argv: Sequence[str], *, timeout: float) -> subprocess.CompletedProcess:
-    """``subprocess.run(argv, capture_output=True, text=True, timeout=timeout)``, stoppable by ``stop``."""
+    """``subprocess.run(argv, capture_output=True, text=True, timeout=timeout)``, stoppable by
+    ``stop``; raises ``Stopped`` in a thread told to stop."""
+    if threading.get_ident() in _stopped:
+        raise Stopped(f"not started, the thread was told to stop: {argv[0]}")
     with subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         with _lock:
             _live[proc] = threading.get_ident()
@@ -30,8 +38,10 @@ def run(argv: Sequence[str], *, timeout: float) -> subprocess.CompletedProcess:
 
 
 def stop(threads: set[int]) -> int:
-    """Kill the children the given threads are waiting for; how many there were."""
+    """Kill the children the given threads are waiting for, and let them start no more (until
+    each calls ``forget``); how many there were."""
     with _lock:
+        _stopped.update(threads)
         procs = [p for p, t in _live.items() if t in threads]
     for proc in procs:
         try:
@@ -39,3 +49,8 @@ def stop(threads: set[int]) -> int:
         except OSError:
             pass
     return len(procs)
+
+
+def forget() -> None:
+    """This thread ends its stopped work: its id, which a later thread may get, starts children again."""
+    _stopped.discard(threading.get_ident())

@@ -185,8 +185,12 @@ def test_the_end_of_the_session_stops_the_compiles_still_running():
     from accel_regress.util import children
     ended = []
     never = []
-    ahead = Ahead([lambda: ended.append(children.run(["sleep", "60"], timeout=120).returncode),
-                   lambda: never.append(1)], threads=1)
+
+    def batch_then_halves():
+        ended.append(children.run(["sleep", "60"], timeout=120).returncode)
+        children.run(["sleep", "60"], timeout=120)      # what a failed batch does next: another compile
+        never.append("second compile")
+    ahead = Ahead([batch_then_halves, lambda: never.append(1)], threads=1)
     time.sleep(0.5)
     t0 = time.monotonic()
     ahead.stop()
