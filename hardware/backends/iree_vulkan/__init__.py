@@ -75,9 +75,12 @@ class IreeVulkanBackend(Backend):
         return compiler.compile_cached(*self._source(program), name=f"{case.op}/{case.id}/{program.entry}")
 
     def ahead(self, cases):
+        """Each program compiled ahead in a module of its own: every run is an ``iree-run-module``
+        process that creates all of its module's executables (the device compiles their SPIR-V)
+        when it loads, so a batch's module would make each run pay for every program in it."""
         from accel_regress.toolchains.iree import ahead
-        return ahead.jobs(ahead.Request(i, *self._source(p), name=f"{c.op}/{c.id}/{p.entry}")
-                          for i, c in enumerate(cases) for p in plan_for(c))
+        return ahead.jobs((ahead.Request(i, *self._source(p), name=f"{c.op}/{c.id}/{p.entry}")
+                           for i, c in enumerate(cases) for p in plan_for(c)), batch=1, first_batch=1)
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         def one(program: Program, args: dict) -> dict:

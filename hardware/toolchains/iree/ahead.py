@@ -9,8 +9,9 @@ built first. Most of a small program's compile is the compiler's start and its p
 
 A batch that fails (a program the compiler rejects) is compiled again in halves, down to the
 program at fault, so the others still reach the cache; the rejected program is compiled once more
-by its own case,
-which then gets COMPILE_ERROR with the compiler's words and its own command. Programs whose flags
+by its own case, which then gets COMPILE_ERROR with the compiler's words and its own command. A
+backend whose runs load a module's every executable (iree-vulkan) asks for batches of one: a
+module per program, compiled ahead all the same. Programs whose flags
 write files of the output folder (``{out}``: qemu-rvv's static library and dumped executables)
 share a batch only when their reader takes its own program's part (``shared_files``: qemu-rvv's
 harness calls its program's dispatches and scans only those). A case that reaches a program

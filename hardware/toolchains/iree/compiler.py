@@ -278,58 +278,25 @@ def _renamed(mlir: str, symbols: Mapping[str, str], aliases: Mapping[str, str]) 
     return mlir
 
 
-def _split(text: str) -> Optional[tuple[str, str, str]]:
-    """(what precedes the module, the module's header line, its body) of a program held in one
-    ``module attributes {...} {`` ... ``}`` (a GPU backend's target: backends/iree_vulkan/target.py,
-    with type aliases before it, where MLIR wants them); ("", "", text) for a list of top-level
-    ops; None for any other use of ``module``."""
-    lines = text.rstrip("\n").splitlines()
-    heads = [i for i, ln in enumerate(lines) if re.match(r"\s*module\b", ln)]
-    if not heads:
-        return "", "", text
-    head = heads[0]
-    if len(heads) > 1 or not lines[head].rstrip().endswith("{") or not lines or lines[-1].strip() != "}":
-        return None
-    return "\n".join(lines[:head]), lines[head], "\n".join(lines[head + 1:-1])
-
-
 def merge_programs(texts: Sequence[str]) -> Optional[tuple[str, list[tuple[dict, dict]]]]:
     """One module text holding every program's functions, and per program its renamed symbols and
-    type aliases; None when the programs cannot share one module (a ``module`` of their own that
-    is not one same-header wrapper around each)."""
-    before: list[str] = []
-    bodies: list[str] = []
-    headers: set[str] = set()
+    type aliases; None when a program is not a list of top-level ops (a ``module`` of its own)."""
+    parts: list[str] = []
     renames: list = []
     taken_symbols: set[str] = set()
     taken_aliases: set[str] = set()
     for i, text in enumerate(texts):
-        if _split(text) is None:
+        if re.search(r"^\s*module\b", text, re.M):
             return None
         symbols = _DEFINED_SYMBOL.findall(text)
         aliases = _DEFINED_ALIAS.findall(text)
         sym_map = {s: f"b{i}_{s}" for s in symbols} if taken_symbols & set(symbols) else {}
         alias_map = {a: f"{a[0]}b{i}_{a[1:]}" for a in aliases} if taken_aliases & set(aliases) else {}
-        top, header, body = _split(_renamed(text, sym_map, alias_map))  # type: ignore[misc]
-        before += [top] if top else []
-        bodies.append(body)
-        headers.add(header)
+        parts.append(_renamed(text, sym_map, alias_map))
         renames.append((sym_map, alias_map))
         taken_symbols |= {sym_map.get(s, s) for s in symbols}
         taken_aliases |= {alias_map.get(a, a) for a in aliases}
-    if len(headers) > 1:
-        return None
-    header = headers.pop() if headers else ""
-    if not header:
-        return "\n".join(bodies), renames
-    return "\n".join([*before, header, *bodies, "}", ""]), renames
-
-
-def _holds(source: str, program: str) -> bool:
-    """Whether a batch's source holds ``program`` (already renamed) whole: its text, or for a
-    wrapped program its aliases, its module header and its body."""
-    parts = _split(program)
-    return parts is not None and all(part in source for part in parts if part)
+    return "\n".join(parts), renames
 
 
 def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: float = 600.0,
@@ -433,7 +400,7 @@ def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]
             return None
         if folder not in _batch_sources:
             _batch_sources[folder] = (folder / "program.mlir").read_text()
-        if not _holds(_batch_sources[folder], _renamed(mlir, symbols, aliases)):
+        if _renamed(mlir, symbols, aliases) not in _batch_sources[folder]:
             return None
     except (OSError, ValueError, KeyError, AttributeError, TypeError):
         return None
