@@ -94,8 +94,7 @@ class IreeCpuBackend(Backend):
 
     def ahead(self, cases):
         from accel_regress.toolchains.iree import ahead
-        return ahead.jobs(ahead.Request(i, p.mlir, self._flags(p), name=f"{c.op}/{c.id}/{p.entry}")
-                          for i, c in enumerate(cases) for p in plan_for(c))
+        return ahead.case_jobs(cases, lambda p: (p.mlir, self._flags(p)))
 
     def _flags(self, program: Program) -> tuple[str, ...]:
         return HOST_FLAGS + tuple(getattr(program, "compile_flags", ()))

@@ -79,8 +79,7 @@ class IreeVulkanBackend(Backend):
         process that creates all of its module's executables (the device compiles their SPIR-V)
         when it loads, so a batch's module would make each run pay for every program in it."""
         from accel_regress.toolchains.iree import ahead
-        return ahead.jobs((ahead.Request(i, *self._source(p), name=f"{c.op}/{c.id}/{p.entry}")
-                           for i, c in enumerate(cases) for p in plan_for(c)), batch=1, first_batch=1)
+        return ahead.case_jobs(cases, self._source, batch=1, first_batch=1)
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         def one(program: Program, args: dict) -> dict:

@@ -46,6 +46,7 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core.errors import CompileError
+from accel_regress.util import children
 from accel_regress.util.atomic import write_atomic
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import Program, program_for
@@ -218,7 +219,7 @@ def _clang_base(uart_outputs: bool, rdcycle: bool, inputs_from_file: bool = Fals
 
 
 def _run_clang(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    proc = children.run(argv, timeout=300)      # a link compile ahead does is stopped with the session
     if proc.returncode != 0:
         raise CompileError(f"{CLANG} could not build {what} (exit {proc.returncode})", stage="build",
                            detail={"diagnostic": (proc.stderr or proc.stdout)[-8000:], "argv": " ".join(argv)})

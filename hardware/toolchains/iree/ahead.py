@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 
 from accel_regress.core.errors import CompileError, Hang
 from accel_regress.toolchains.iree import compiler
+from accel_regress.toolchains.iree.program import Program, plan_for
 
 # Programs per batch. A batch's compile grows with its programs while its start is paid once;
 # the first batch of each group is small so that the first cases wait little.
@@ -88,6 +89,14 @@ def _batch_job(todo: list[Request], shared_files: bool) -> Callable[[], None]:
                 except Exception:
                     pass
     return job
+
+
+def case_jobs(cases, source: Callable[[Program], tuple[str, tuple[str, ...]]], **batching
+              ) -> list[tuple[int, Callable[[], None]]]:
+    """``jobs`` for every program of every case's plan, ``source(program)`` giving the text and
+    flags the backend compiles it with (what Backend.ahead returns for an IREE backend)."""
+    return jobs((Request(i, *source(p), name=f"{c.op}/{c.id}/{p.entry}") for i, c in enumerate(cases)
+                 for p in plan_for(c)), **batching)
 
 
 def jobs(requests: Iterable[Request], *, batch: int = BATCH, first_batch: int = FIRST_BATCH,

@@ -118,8 +118,7 @@ class IreeGpuBackend(Backend):
             self.target()
         except CompileError:
             return []       # every case says so when it runs
-        return ahead.jobs(ahead.Request(i, p.mlir, self._flags(p), name=f"{c.op}/{c.id}/{p.entry}")
-                          for i, c in enumerate(cases) for p in plan_for(c))
+        return ahead.case_jobs(cases, lambda p: (p.mlir, self._flags(p)))
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         missing = self.compile_only()
