@@ -8,23 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accel_regress.core import registry, runner
+from accel_regress.core import registry
 from accel_regress.families.fused_decode import golden as F
-from accel_regress.golden import census
 
 pytest_plugins = ["pytester"]
 
 FAULTS = Path(__file__).parents[2] / "fixtures" / "tail_faults.py"
 SUITE = Path(__file__).resolve().parents[3] / "test_fused_decode.py"
-
-
-def _failures(case, inputs, backend="emu", fault=None):
-    steps = runner.execute(runner.Job(backend, case, inputs, fault))
-    fused = runner.execute(runner.Job(backend, F.as_program(case, "fused"), inputs, fault))
-    first = F.first_divergent(F.compare_steps(case, inputs, steps))
-    expected, tol = F.end_to_end_expected(case, inputs)
-    e2e = census(np.asarray(fused[F.FUSED_OUTPUT], np.float64), expected, tol=tol)
-    return (first.step.name if first else None), e2e.ok
 
 
 def test_mask_reaches_full_partial_and_empty_rows():
@@ -38,18 +28,18 @@ def test_mask_reaches_full_partial_and_empty_rows():
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_masked_block_clean_over_seeds(seed):
+def test_masked_block_clean_over_seeds(seed, judge):
     case = F.make_case(F.SMALL_MASKED, seed)
-    assert _failures(case, F.make_inputs(case)) == (None, True)
+    assert judge(case, F.make_inputs(case)) == (None, True)
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_masked_block_clean_on_iree_cpu(seed):
+def test_masked_block_clean_on_iree_cpu(seed, judge):
     why = registry.get("iree-cpu").availability()
     if why:
         pytest.skip(why)
     case = F.make_case(F.SMALL_MASKED, seed)
-    assert _failures(case, F.make_inputs(case), "iree-cpu") == (None, True)
+    assert judge(case, F.make_inputs(case), backend="iree-cpu") == (None, True)
 
 
 @pytest.mark.parametrize("fault", ["masked_row_nan", "mask_after_softmax"])

@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accel_regress.golden import census
 from accel_regress.families.fused_decode import golden as F
 from accel_regress.core import faults, runner
 
@@ -19,32 +18,22 @@ STEP_FAULTS = {"fused-stale-output": "v_proj", "fused-rope-theta": "q_rope",
                "fused-rmsnorm-no-weight": "attn_norm", "fused-softmax-no-max": "attn_softmax"}
 
 
-def _judge(case, inputs, fault=None, backend="emu"):
-    """(first divergent step in compare mode, whether the fused block is right end to end)."""
-    steps = runner.execute(runner.Job(backend, case, inputs, fault))
-    fused = runner.execute(runner.Job(backend, F.as_program(case, "fused"), inputs, fault))
-    first = F.first_divergent(F.compare_steps(case, inputs, steps))
-    expected, tol = F.end_to_end_expected(case, inputs)
-    e2e = census(np.asarray(fused[F.FUSED_OUTPUT], np.float64), expected, tol=tol)
-    return (first.step.name if first else None), e2e.ok
-
-
 @pytest.fixture(scope="module")
 def small():
     case = F.make_case(F.SMALL)
     return case, F.make_inputs(case)
 
 
-def test_clean_emu_passes_over_50_seeds():
+def test_clean_emu_passes_over_50_seeds(judge):
     for seed in range(50):
         case = F.make_case(F.SMALL, seed)
-        assert _judge(case, F.make_inputs(case)) == (None, True), seed
+        assert judge(case, F.make_inputs(case)) == (None, True), seed
 
 
 @pytest.mark.parametrize("fault, step", STEP_FAULTS.items())
-def test_each_step_fault_diverges_first_at_its_step(small, fault, step):
+def test_each_step_fault_diverges_first_at_its_step(small, fault, step, judge):
     case, inputs = small
-    assert _judge(case, inputs, fault) == (step, False)
+    assert judge(case, inputs, fault) == (step, False)
 
 
 def test_steps_and_fused_cases_share_inputs():
