@@ -43,8 +43,7 @@ def add(parser, name: str, **attrs) -> None:
     """Declare option ``name`` (e.g. ``hw``): ``--accel-hw`` now, ``--hw`` once it is known to be free."""
     group = parser.getgroup("accel-regress")
     group.addoption(flag(name), dest=dest(name), **attrs)
-    argument = group.options[-1]
-    _WANTED.setdefault(parser, []).append((group, argument, short(name)))
+    _WANTED.setdefault(parser, []).append((group, {"dest": dest(name), **attrs}, short(name)))
 
 
 def _taken(parser) -> set:
@@ -58,12 +57,13 @@ def pytest_load_initial_conftests(early_config, parser, args):
     result = yield
     taken = _taken(parser)
     prefixed_only = []
-    for group, argument, name in _WANTED.pop(parser, []):
+    for group, attrs, name in _WANTED.pop(parser, []):
         if name in taken:
             prefixed_only.append(name)
             continue
-        attrs = {**argument.attrs(), "help": argparse.SUPPRESS}   # --help shows the prefixed one, which says so
-        group.addoption(name, **attrs)
+        # The attrs as declared, not Argument.attrs(): pytest 9.1's is the argparse Action's
+        # __dict__ ("container", "option_strings", ...), which add_argument refuses.
+        group.addoption(name, **{**attrs, "help": argparse.SUPPRESS})   # --help shows the prefixed one, which says so
     early_config.stash[_PREFIXED_ONLY] = prefixed_only
     return result
 

@@ -107,3 +107,30 @@ def test_no_code_reads_an_option_by_its_short_dest():
              for p in sorted((repo / folder).rglob("*.py")) if p.name != "test_option_spelling.py"
              for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if pattern.search(line)]
     assert not found, "read as getoption('accel_NAME'):\n" + "\n".join(found)
+
+
+def test_short_spellings_take_no_argparse_internals(pytester, monkeypatch):
+    """pytest 9.1's ``Argument`` wraps the argparse Action its group created, and ``attrs()`` is that
+    Action's ``__dict__`` (``container``, ``option_strings``, ...: _pytest/config/argparsing.py:288-292
+    at 9.1.1), which ``add_argument`` refuses. Seen on the first GPU machine (pytest 9.1.1): every
+    session died with "_StoreAction.__init__() got an unexpected keyword argument 'container'" while
+    the short spellings were added. Modelled here on the pytest installed (an option, once added,
+    answers ``attrs()`` as 9.1.1's does); failed so on ffe9dcb."""
+    from _pytest.config import argparsing
+
+    add_instance = argparsing.OptionGroup._addoption_instance
+    declared = argparsing.Argument.attrs
+
+    def adding(self, option, *args, **kwargs):
+        add_instance(self, option, *args, **kwargs)
+        option._action = self._arggroup._group_actions[-1]
+
+    def as_9_1(self):
+        return vars(self._action) if hasattr(self, "_action") else declared(self)
+
+    monkeypatch.setattr(argparsing.OptionGroup, "_addoption_instance", adding)
+    monkeypatch.setattr(argparsing.Argument, "attrs", as_9_1)
+    pytester.makepyfile(test_ours=OURS)
+    res = pytester.runpytest_inprocess("--golden-seed", "3", "--hw", "emu", "--history", "none",
+                                       "--isolation", "none", "--report-dir", "r")
+    res.assert_outcomes(passed=1, failed=1)
