@@ -136,7 +136,7 @@ def pytest_addoption(parser):
     _FEATURE[:] = []
     for arg in g.options:
         dest = arg.dest
-        flag = arg.attrs().get("action") in ("store_true", "store_false")
+        flag = spelling.declared(arg).get("action") in ("store_true", "store_false")
         parser.addini(spelling.dest(dest), f"{arg.names()[-1]} (the command line wins)", type="bool" if flag else "string",
                       default=None)
         _FEATURE.append(arg)
@@ -161,7 +161,7 @@ _FEATURE: list = []   # feature plugins' options (pytest's Argument objects), in
 
 def _resolve_feature(config, arg) -> None:
     """A feature option left at its default takes the ini value, converted as on the command line."""
-    attrs = arg.attrs()
+    attrs = spelling.declared(arg)
     if config.getoption(arg.dest) != attrs.get("default"):
         return
     ini = config.getini(spelling.dest(arg.dest))
@@ -231,7 +231,7 @@ def _given(config) -> bool:
         if config.getoption(opt.dest) not in (None, []) or config.getini(opt.ini) not in (None, "", []):
             return True
     for arg in _FEATURE:
-        if config.getoption(arg.dest) != arg.attrs().get("default") or config.getini(spelling.dest(arg.dest)) not in (None, ""):
+        if config.getoption(arg.dest) != spelling.declared(arg).get("default") or config.getini(spelling.dest(arg.dest)) not in (None, ""):
             return True
     return False
 

@@ -23,8 +23,12 @@ import pytest
 
 PREFIX = "accel_"
 _PREFIXED_ONLY = pytest.StashKey[list]()
-# Parser -> (group, prefixed Argument, short spelling) waiting for the initial conftests.
+# Parser -> (group, declared attrs, short spelling) waiting for the initial conftests.
 _WANTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# dest -> the attrs an option was declared with. Not pytest's Argument.attrs(): pytest 9.1's is the
+# argparse Action's __dict__ ("container", "option_strings", ... and no "action"), which
+# add_argument refuses (_pytest/config/argparsing.py:288-292 at 9.1.1).
+_DECLARED: dict[str, dict] = {}
 
 
 def dest(name: str) -> str:
@@ -42,8 +46,15 @@ def short(name: str) -> str:
 def add(parser, name: str, **attrs) -> None:
     """Declare option ``name`` (e.g. ``hw``): ``--accel-hw`` now, ``--hw`` once it is known to be free."""
     group = parser.getgroup("accel-regress")
-    group.addoption(flag(name), dest=dest(name), **attrs)
-    _WANTED.setdefault(parser, []).append((group, {"dest": dest(name), **attrs}, short(name)))
+    spec = _DECLARED[dest(name)] = {"dest": dest(name), **attrs}
+    group.addoption(flag(name), **spec)
+    _WANTED.setdefault(parser, []).append((group, spec, short(name)))
+
+
+def declared(argument) -> dict:
+    """The attrs a pytest option was declared with (its default, action, type, ...): as given to
+    ``add``; for one a plugin added to our group itself, what pytest says of it."""
+    return _DECLARED.get(argument.dest) or argument.attrs()
 
 
 def _taken(parser) -> set:
@@ -61,8 +72,6 @@ def pytest_load_initial_conftests(early_config, parser, args):
         if name in taken:
             prefixed_only.append(name)
             continue
-        # The attrs as declared, not Argument.attrs(): pytest 9.1's is the argparse Action's
-        # __dict__ ("container", "option_strings", ...), which add_argument refuses.
         group.addoption(name, **{**attrs, "help": argparse.SUPPRESS})   # --help shows the prefixed one, which says so
     early_config.stash[_PREFIXED_ONLY] = prefixed_only
     return result
