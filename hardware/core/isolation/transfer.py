@@ -90,7 +90,9 @@ def read_arrays(index: list, unlink: bool = False) -> dict[str, np.ndarray]:
             arr = np.asarray(np.memmap(path, dtype=np.uint8, mode="c")).view(dtype).reshape(shape)
         elif _plain(dtype):
             arr = np.fromfile(path, dtype=dtype)
-            arr.shape = tuple(shape)     # in place: the array owns its data, as np.load's did
+            # In place, so the array owns its data as np.load's did (assigning .shape is deprecated
+            # from numpy 2.5, seen on the GPU machine).
+            arr.resize(tuple(shape), refcheck=False)
         else:
             arr = np.fromfile(path, dtype=np.uint8).view(dtype).reshape(shape)
         out[name] = arr
