@@ -46,6 +46,12 @@ def _generations() -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
     return tuple(sorted(set(needles), key=lambda p: -len(p[0]))), ids
 
 
+def known_generations() -> list[str]:
+    """Every device generation a registered backend names, sorted."""
+    needles, ids = _generations()
+    return sorted({name for _, name in needles} | set(ids.values()))
+
+
 def device_name(raw: str) -> Optional[str]:
     """A readable device generation from what a backend reports (``NPU Strix``, ``npu6`` ...)."""
     needles, ids = _generations()

@@ -20,7 +20,7 @@ from typing import Mapping, Optional
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from accel_regress.results.keys import device_name
+from accel_regress.results.keys import device_name, known_generations
 
 _DOTTED = re.compile(r"\d+(?:\.\d+)+(?:(?:a|b|rc)\d+)?")
 _PLAIN = re.compile(r"\d+")
@@ -84,7 +84,7 @@ class Conditions:
         bad = [d for d in devices if device_name(d) is None]
         if bad:
             raise RangeError(f"devices: {', '.join(map(repr, bad))} is not a device generation "
-                             f"(Phoenix, Hawk Point, Strix, Strix Halo, Krackan, or an id such as npu6)")
+                             f"(the backends name {', '.join(known_generations())}, or an id such as npu6)")
         return cls(dict(versions), tuple(device_name(d) for d in devices))
 
     def __bool__(self) -> bool:
