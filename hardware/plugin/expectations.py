@@ -166,7 +166,8 @@ def pytest_runtest_setup(item):
                 item.stash[_HELD_WHY] = why
             _apply(item, e, backend, now=True)
             return
-        state.seen.setdefault((e.backend, e.test), set()).add(e.conditions.seen(versions, device))
+        if e.conditions.on_device(versions, device):
+            state.seen.setdefault((e.backend, e.test), set()).add(e.conditions.seen(versions, device))
         item.stash.setdefault(_NOT_HELD, []).append({**e.to_json(), "why": why})
 
 

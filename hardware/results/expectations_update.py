@@ -64,6 +64,8 @@ def version_stale(exp: Expectations, data: dict) -> list[tuple[Entry, list[str]]
             if c.get("verdict") in verdicts.NOT_RUN and not (c.get("detail") or {}).get("expectation"):
                 continue        # a SKIP says nothing about the versions the bug needs
             device = device_of(c, data)
+            if not e.conditions.on_device(_versions(c), device):
+                continue        # another device's case: no sign that the bug is gone
             ok, _ = e.holds(_versions(c), device)
             held |= ok
             line = e.conditions.seen(_versions(c), device)

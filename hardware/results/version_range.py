@@ -113,6 +113,11 @@ class Conditions:
             why.append(f"device {gen}")
         return True, "; ".join(why)
 
+    def on_device(self, versions: Mapping[str, str], device: Optional[str] = None) -> bool:
+        """Was the result on a device the entry names (or does it name none)? A result elsewhere
+        says nothing of the entry: it is no sign that the bug is gone (not stale)."""
+        return not self.devices or generation(versions, device) in self.devices
+
     def seen(self, versions: Mapping[str, str], device: Optional[str] = None) -> str:
         """The versions this entry looks at, as a result recorded them: 'qemu 8.2.0, device Strix'."""
         parts = []

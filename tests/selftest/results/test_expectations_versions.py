@@ -61,6 +61,22 @@ def test_a_run_on_qemu_8_2_makes_the_qemu_rvv_entries_stale(tmp_path, capsys):
     assert code == 0 and "already match" in text
 
 
+def test_an_entry_for_another_device_is_not_stale(tmp_path, capsys):
+    """The NVIDIA H200 entries of iree-vulkan say nothing of lavapipe: a lavapipe run whose
+    subnormal cases pass (as they do, lavapipe keeps subnormals) leaves them standing. Failed on
+    cc9ebd7: every default run on lavapipe listed the six NVIDIA-only entries as stale."""
+    def run(device: str) -> str:
+        versions = {"iree-compiler": "3.13.0", "vulkan-device": device}
+        cases = [{"nodeid": "tests/test_f32_reduction.py::test_f32_reduction[iree-vulkan-row_sum-64x128-v-vlen256-subnormal]",
+                  "backend": "iree-vulkan", "family": "f32_reduction", "verdict": "PASS", "message": "", "detail": {},
+                  "versions": versions}]
+        return _write(tmp_path, f"{device.split()[0]}.json", results.build({"hw": ["iree-vulkan"]}, {}, cases))
+
+    exp_dir = str(REPO / "expectations")
+    assert U.main(["stale", run("llvmpipe (LLVM 15.0.6, 256 bits)"), "--dir", exp_dir]) == 0
+    assert "stale entry" not in capsys.readouterr().out
+
+
 def test_conditions_read_recorded_versions_and_device_generations():
     c = Conditions.parse({"qemu": "<8.1"}, None)
     assert c.check({"qemu": "qemu-riscv64 version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)"}) == (True, "qemu 7.2.22 in <8.1")
