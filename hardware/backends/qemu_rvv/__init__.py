@@ -103,28 +103,23 @@ class QemuRvvBackend(Backend):
         return riscv.check_vlen(variant, vlen)
 
     def ahead(self, cases):
-        """Every program's riscv64 compile, batched across cases as on the host (a batch's
-        static library links into each program's harness, and each case's codegen scan reads
-        only its own program's dispatches: build.scan_of), then the harness of each case whose
-        plan is one program (a later step's inputs are earlier steps' outputs, known only when
-        they run)."""
+        """Every program's riscv64 compile, batched across cases as on the host (each case's
+        codegen scan reads only its own program's dispatches: build.scan_of), then the harness
+        of each static library: one link serves every program of a batch and every case of each,
+        a plan's later steps too."""
         from accel_regress.toolchains.iree import ahead
         requests = []
         for i, case in enumerate(cases):
             variant, _ = self._variant_vlen(case)
-            plan = plan_for(case)
             requests += [ahead.Request(i, p.mlir, build.riscv_flags(p, variant), "host.mlir", f"{case.op}/{case.id}",
-                                       then=(self._link_job(case, variant, p),) if len(plan) == 1 else ())
-                         for p in plan]
+                                       then=(self._link_job(variant, p),))
+                         for p in plan_for(case)]
         return ahead.jobs(requests, shared_files=True)
 
     @staticmethod
-    def _link_job(case: Case, variant: str, program):
+    def _link_job(variant: str, program):
         def link():
-            given = {**build.inputs_for(case), **program.constants}
-            inputs = {n: given[n] for n in program.inputs}
-            build.cached_harness(case, variant, inputs, uart_outputs=True, rdcycle=True, program=program,
-                                 inputs_from_file=True)
+            build.library_harness(build.compile_riscv(program, variant), uart_outputs=True, rdcycle=True)
         return link
 
     def versions(self) -> dict[str, str]:
@@ -149,15 +144,15 @@ class QemuRvvBackend(Backend):
 
     def _run_program(self, case: Case, program, inputs: Mapping[str, np.ndarray], variant: str, vlen: int,
                      timeout_s: Optional[float]) -> dict[str, np.ndarray]:
-        exe, compiled = build.cached_harness(case, variant, inputs, uart_outputs=True, rdcycle=True, program=program,
-                                             inputs_from_file=True)
+        compiled = build.compile_riscv(program, variant, name=f"{case.op}/{case.id}/{program.entry}")
+        exe = build.library_harness(compiled, uart_outputs=True, rdcycle=True)
         report = self.last_report
         report["harness"] = str(exe)
         report["codegen_scan"] += [d for d in build.scan_of(compiled, program)
                                    if (compiled.dir, d["function"]) not in self._scanned]
         self._scanned.update((compiled.dir, d["function"]) for d in report["codegen_scan"])
         with tempfile.TemporaryDirectory(prefix="qemu-rvv-") as tmp:
-            data = build.write_inputs(exe, inputs, Path(tmp) / "inputs.bin")
+            data = build.write_case(compiled, program, inputs, Path(tmp) / "case.bin")
             return self._run_exe(case, program, exe, data, variant, vlen, timeout_s)
 
     def _run_exe(self, case: Case, program, exe, data, variant: str, vlen: int,

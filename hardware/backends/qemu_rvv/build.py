@@ -33,7 +33,6 @@ Contract:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -47,7 +46,6 @@ import numpy as np
 from accel_regress.golden.case import Case
 from accel_regress.core.errors import CompileError
 from accel_regress.util import children
-from accel_regress.util.atomic import write_atomic
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import Program, program_for
 from accel_regress.backends.qemu_rvv import schedule as sched_mod
@@ -145,48 +143,61 @@ def _c_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def generate(program: Program, compiled: compiler.Compiled, schedule: sched_mod.Schedule,
-             inputs: Mapping[str, np.ndarray], work: Path, iterations: int,
-             inputs_from_file: bool = False) -> list[Path]:
-    """Write case_data.c and inputs.S into ``work``; return the sources to compile. With
-    ``inputs_from_file`` the tables hold the inputs' sizes, not their bytes (``write_inputs``),
-    and there is no inputs.S."""
+def _queries_source(compiled: compiler.Compiled) -> list[str]:
+    """case_data.c's head: the static library's query functions (every program of it has the same)."""
     queries = library_queries(compiled.dir / "lib.h")
     if not queries:
         raise CompileError("the static library header declares no *_library_query function", stage="build")
-    if len(schedule.outputs) != len(program.outputs):
-        raise CompileError(f"the host program returns {len(schedule.outputs)} results, the program declares "
-                           f"{len(program.outputs)}", stage="build")
-    asm, c = [".section .rodata"], ['#include "abi.h"', ""]
+    c = ['#include "abi.h"', ""]
     for q in queries:
         c.append(f"extern const accel_library_header_t** {q}(uint32_t, const accel_env_t*);")
     c.append(f"const accel_library_query_fn ACCEL_QUERIES[] = {{{', '.join(queries)}}};")
     c.append(f"const uint32_t ACCEL_QUERY_COUNT = {len(queries)};")
-    buf_lines = []
-    for i, b in enumerate(schedule.buffers):
-        if b.arg >= 0:
-            if b.arg >= len(program.inputs):
-                raise CompileError(f"host program argument {b.arg} has no input name", stage="build")
-            name = program.inputs[b.arg]
-            arr = np.ascontiguousarray(inputs[name])
-            if arr.dtype.byteorder == ">":
-                arr = arr.astype(arr.dtype.newbyteorder("<"))
-            size = max(b.size, arr.nbytes)
-            if inputs_from_file:
-                buf_lines.append(f"  {{{size}u, 0, {arr.nbytes}u}},")
-                continue
-            data = work / f"input_{b.arg}.bin"
-            data.write_bytes(arr.tobytes())
-            asm += [".balign 64", f".globl accel_input_{b.arg}", f"accel_input_{b.arg}:",
-                    f'.incbin "{data}"']
-            c.append(f"extern const uint8_t accel_input_{b.arg}[];")
-            buf_lines.append(f"  {{{size}u, accel_input_{b.arg}, {arr.nbytes}u}},")
-        else:
-            buf_lines.append(f"  {{{b.size}u, 0, 0}},")
+    return c
+
+
+def _tables(program: Program, schedule: sched_mod.Schedule, inputs: Mapping[str, np.ndarray]):
+    """What one run of ``program`` does, as the harness's tables hold it: (buffers as (size, input
+    array or None), dispatches, outputs as (name, dtype, shape, buffer, offset, length))."""
+    if len(schedule.outputs) != len(program.outputs):
+        raise CompileError(f"the host program returns {len(schedule.outputs)} results, the program declares "
+                           f"{len(program.outputs)}", stage="build")
+    buffers = []
+    for b in schedule.buffers:
+        if b.arg < 0:
+            buffers.append((b.size, None))
+            continue
+        if b.arg >= len(program.inputs):
+            raise CompileError(f"host program argument {b.arg} has no input name", stage="build")
+        arr = np.ascontiguousarray(inputs[program.inputs[b.arg]])
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        buffers.append((max(b.size, arr.nbytes), arr))
+    outputs = [(name, o.dtype, "x".join(str(d) for d in o.shape), o.buffer, o.offset, o.length)
+               for name, o in zip(program.outputs, schedule.outputs)]
+    return buffers, schedule.dispatches, outputs
+
+
+def generate(program: Program, compiled: compiler.Compiled, schedule: sched_mod.Schedule,
+             inputs: Mapping[str, np.ndarray], work: Path, iterations: int) -> list[Path]:
+    """Write case_data.c and inputs.S into ``work`` (the case's tables and inputs linked into the
+    executable: what FireSim boots and an upstream bundle builds); return the sources to compile."""
+    c = _queries_source(compiled)
+    buffers, dispatches, outputs = _tables(program, schedule, inputs)
+    asm, buf_lines = [".section .rodata"], []
+    for i, (size, arr) in enumerate(buffers):
+        if arr is None:
+            buf_lines.append(f"  {{{size}u, 0, 0}},")
+            continue
+        data = work / f"input_{i}.bin"
+        data.write_bytes(arr.tobytes())
+        asm += [".balign 64", f".globl accel_input_{i}", f"accel_input_{i}:", f'.incbin "{data}"']
+        c.append(f"extern const uint8_t accel_input_{i}[];")
+        buf_lines.append(f"  {{{size}u, accel_input_{i}, {arr.nbytes}u}},")
     c.append("const accel_buffer_t ACCEL_BUFFERS[] = {\n" + "\n".join(buf_lines) + "\n};")
-    c.append(f"const uint32_t ACCEL_BUFFER_COUNT = {len(schedule.buffers)};")
+    c.append(f"const uint32_t ACCEL_BUFFER_COUNT = {len(buffers)};")
     disp = []
-    for k, d in enumerate(schedule.dispatches):
+    for k, d in enumerate(dispatches):
         binds = ", ".join(f"{{{bd.buffer}u, {bd.offset}u, {bd.length}u}}" for bd in d.bindings)
         c.append(f"static const accel_binding_t B{k}[] = {{{binds or '{0, 0, 0}'}}};")
         consts = ", ".join(f"{v}u" for v in d.constants)
@@ -194,30 +205,61 @@ def generate(program: Program, compiled: compiler.Compiled, schedule: sched_mod.
         disp.append(f"  {{{_c_str(d.export)}, 0, {{{d.workgroups[0]}u, {d.workgroups[1]}u, {d.workgroups[2]}u}}, "
                     f"{len(d.constants)}u, K{k}, {len(d.bindings)}u, B{k}}},")
     c.append("const accel_dispatch_t ACCEL_DISPATCHES[] = {\n" + "\n".join(disp) + "\n};")
-    c.append(f"const uint32_t ACCEL_DISPATCH_COUNT = {len(schedule.dispatches)};")
-    outs = []
-    for name, o in zip(program.outputs, schedule.outputs):
-        shape = "x".join(str(d) for d in o.shape)
-        outs.append(f"  {{{_c_str(name)}, {_c_str(o.dtype)}, {_c_str(shape)}, {o.buffer}u, {o.offset}u, {o.length}u}},")
+    c.append(f"const uint32_t ACCEL_DISPATCH_COUNT = {len(dispatches)};")
+    outs = [f"  {{{_c_str(name)}, {_c_str(dtype)}, {_c_str(shape)}, {buf}u, {off}u, {length}u}},"
+            for name, dtype, shape, buf, off, length in outputs]
     c.append("const accel_output_t ACCEL_OUTPUTS[] = {\n" + "\n".join(outs) + "\n};")
-    c.append(f"const uint32_t ACCEL_OUTPUT_COUNT = {len(schedule.outputs)};")
+    c.append(f"const uint32_t ACCEL_OUTPUT_COUNT = {len(outputs)};")
     c.append(f"const uint32_t ACCEL_ITERATIONS = {int(iterations)};")
     (work / "case_data.c").write_text("\n".join(c) + "\n")
-    if inputs_from_file:        # an empty inputs.S would cost an assembler start per link
-        return [HARNESS_DIR / "harness.c", work / "case_data.c"]
     (work / "inputs.S").write_text("\n".join(asm) + "\n")
     return [HARNESS_DIR / "harness.c", work / "case_data.c", work / "inputs.S"]
 
 
-def _clang_base(uart_outputs: bool, rdcycle: bool, inputs_from_file: bool = False) -> list[str]:
+def _word(text: str, what: str) -> str:
+    if not text or any(ch.isspace() for ch in text):
+        raise CompileError(f"the case file cannot hold {what} {text!r} (a word without spaces)", stage="build")
+    return text
+
+
+def write_case(compiled: compiler.Compiled, program: Program, inputs: Mapping[str, np.ndarray], path: Path,
+               iterations: int = 1) -> Path:
+    """The case file a ``library_harness`` runs: the tables of one run of ``program`` and its
+    inputs (format: harness.c, read_case; a scalar's shape is written "-")."""
+    try:
+        schedule = sched_mod.parse_file(compiled.output, compiled.symbol(program.entry))
+    except sched_mod.ScheduleError as exc:
+        raise CompileError(f"the harness cannot run this program: {exc}", stage="build",
+                           detail={"host_program": str(compiled.output)}) from None
+    missing = [n for n in program.inputs if n not in inputs]
+    if missing:
+        raise CompileError(f"inputs lack {', '.join(missing)}", stage="build")
+    buffers, dispatches, outputs = _tables(program, schedule, inputs)
+    words = ["accel-case 1", f"iterations {int(iterations)}", f"buffers {len(buffers)}"]
+    words += [f"{size} {arr.nbytes if arr is not None else 0}" for size, arr in buffers]
+    words.append(f"dispatches {len(dispatches)}")
+    for d in dispatches:
+        binds = " ".join(f"{bd.buffer} {bd.offset} {bd.length}" for bd in d.bindings)
+        words.append(" ".join([_word(d.export, "the export"), "0", *map(str, d.workgroups), str(len(d.constants)),
+                               *map(str, d.constants), str(len(d.bindings)), binds]).rstrip())
+    words.append(f"outputs {len(outputs)}")
+    words += [" ".join([_word(name, "the output name"), _word(dtype, "the dtype"), _word(shape or "-", "the shape"),
+                        *map(str, rest)]) for name, dtype, shape, *rest in outputs]
+    words.append("end")
+    data = ("\n".join(words) + "\n").encode() + b"".join(arr.tobytes() for _, arr in buffers if arr is not None)
+    Path(path).write_bytes(data)
+    return Path(path)
+
+
+def _clang_base(uart_outputs: bool, rdcycle: bool, case_from_file: bool = False) -> list[str]:
     argv = [CLANG, "--target=riscv64-linux-gnu", "-march=rv64gc", "-mabi=lp64d", "-O2", f"-I{HARNESS_DIR}",
             "-Wall", "-Werror=implicit-function-declaration"]
     if uart_outputs:
         argv.append("-DACCEL_UART_OUTPUTS")
     if rdcycle:
         argv.append("-DACCEL_RDCYCLE")
-    if inputs_from_file:
-        argv.append("-DACCEL_INPUTS_FROM_FILE")
+    if case_from_file:
+        argv.append("-DACCEL_CASE_FROM_FILE")
     return argv
 
 
@@ -250,10 +292,10 @@ def link_cache() -> Path:
     return compiler.cache_root().parent / "qemu-rvv"
 
 
-def harness_object(uart_outputs: bool, rdcycle: bool, inputs_from_file: bool = False) -> Path:
+def harness_object(uart_outputs: bool, rdcycle: bool, case_from_file: bool = False) -> Path:
     """harness.c compiled once per (sources, flags, clang) and kept in the cache: only the
     per-case tables are compiled for each case."""
-    base = _clang_base(uart_outputs, rdcycle, inputs_from_file)
+    base = _clang_base(uart_outputs, rdcycle, case_from_file)
     # The key holds the sources' bytes, never their folder: the -I path names the checkout, and
     # every checkout of the same sources shares one object.
     h = hashlib.sha256("\0".join(a for a in base if not a.startswith("-I")).encode())
@@ -270,7 +312,7 @@ def harness_object(uart_outputs: bool, rdcycle: bool, inputs_from_file: bool = F
 
 
 def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: bool, rdcycle: bool,
-         target: str = "linux", inputs_from_file: bool = False) -> None:
+         target: str = "linux", case_from_file: bool = False) -> None:
     """Compile ``sources`` (harness.c comes from the object cache) and link them statically."""
     _check_target(target)
     if target == "baremetal":
@@ -282,28 +324,24 @@ def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: b
     srcs = []
     for src in sources:
         if src == HARNESS_DIR / "harness.c":
-            objs.insert(0, harness_object(uart_outputs, rdcycle, inputs_from_file))
+            objs.insert(0, harness_object(uart_outputs, rdcycle, case_from_file))
         else:
             srcs.append(src)
     tmp = out.with_name(out.name + ".tmp")
-    argv = [*_clang_base(uart_outputs, rdcycle, inputs_from_file), "-static", "-fuse-ld=lld", *map(str, srcs), *map(str, objs),
+    argv = [*_clang_base(uart_outputs, rdcycle, case_from_file), "-static", "-fuse-ld=lld", *map(str, srcs), *map(str, objs),
             "-lm", "-o", str(tmp)]
     _run_clang(argv, "the harness")
     os.replace(tmp, out)
 
 
 def build_key(compiled: compiler.Compiled, inputs: Mapping[str, np.ndarray], uart_outputs: bool,
-              iterations: int, rdcycle: bool, target: str = "linux", inputs_from_file: bool = False,
-              entry: str = "") -> str:
+              iterations: int, rdcycle: bool, target: str = "linux") -> str:
     h = hashlib.sha256()
     h.update(compiled.dir.name.encode())
     for name in sorted(inputs):
         a = np.ascontiguousarray(inputs[name])
         h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
-        if not inputs_from_file:
-            h.update(a.tobytes())
-    if inputs_from_file:        # one executable per program: a batch's entry holds several
-        h.update(f"|from-file|{entry}".encode())
+        h.update(a.tobytes())
     for f in sorted(HARNESS_DIR.iterdir()):
         h.update(f.read_bytes())
     h.update(f"{uart_outputs}|{iterations}|{rdcycle}|{CLANG}".encode())
@@ -325,13 +363,9 @@ def inputs_for(case: Case) -> dict[str, np.ndarray]:
 
 def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, *,
                   inputs: Optional[Mapping[str, np.ndarray]] = None, iterations: int = 1, rdcycle: bool = False,
-                  program: Optional[Program] = None, target: str = "linux", inputs_from_file: bool = False) -> Path:
+                  program: Optional[Program] = None, target: str = "linux") -> Path:
     """See the module docstring. Returns ``<out_dir>/harness`` (``<out_dir>/harness.elf`` for
-    ``target="baremetal"``). ``inputs_from_file`` (linux only): the inputs are read at run time
-    from the file named by the last argument (``write_inputs``), so the executable serves every
-    case of the program; ``<out_dir>/inputs.json`` lists the order they are read in."""
-    if inputs_from_file and target != "linux":
-        raise CompileError("a bare-metal harness has no file system: its inputs must be embedded", stage="build")
+    ``target="baremetal"``)."""
     reason = toolchain_missing(target)
     if target == "baremetal" and not uart_outputs:
         raise CompileError("the bare-metal harness has no file system: it needs uart_outputs=True", stage="build")
@@ -354,42 +388,50 @@ def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, 
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="harness-", dir=out_dir) as tmp:
         work = Path(tmp)
-        sources = generate(program, compiled, schedule, inputs, work, iterations, inputs_from_file)
+        sources = generate(program, compiled, schedule, inputs, work, iterations)
         exe = out_dir / ("harness.elf" if target == "baremetal" else "harness")
-        if inputs_from_file:
-            order = [program.inputs[b.arg] for b in schedule.buffers if b.arg >= 0]
-            write_atomic(out_dir / INPUT_ORDER, json.dumps(order) + "\n")
-        link(sources, [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs, rdcycle=rdcycle, target=target,
-             inputs_from_file=inputs_from_file)
+        link(sources, [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs, rdcycle=rdcycle, target=target)
     return exe
 
 
-INPUT_ORDER = "inputs.json"
-
-
-def write_inputs(exe: Path, inputs: Mapping[str, np.ndarray], path: Path) -> Path:
-    """The inputs file of an executable built with ``inputs_from_file``: each input's
-    little-endian bytes in the order the harness reads them."""
-    order = json.loads((Path(exe).parent / INPUT_ORDER).read_text())
-    with open(path, "wb") as f:
-        for name in order:
-            a = np.ascontiguousarray(inputs[name])
-            f.write((a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a).tobytes())
-    return Path(path)
+def library_harness(compiled: compiler.Compiled, *, uart_outputs: bool = True, rdcycle: bool = False,
+                    root: Optional[Path] = None) -> Path:
+    """The executable that runs any program of ``compiled``'s static library, each case given as a
+    case file (``write_case``): linked once per library, so a batch of programs compiled together
+    (compile ahead, a plan's steps) shares one link, and cases that differ in their inputs share it
+    too. Linux only: a bare-metal image has no file system (``build_harness`` embeds the case)."""
+    reason = toolchain_missing("linux")
+    if reason:
+        raise CompileError(reason, stage="build", detail={"diagnostic": reason})
+    h = hashlib.sha256(f"{compiled.dir.name}|case-from-file|{uart_outputs}|{rdcycle}|{CLANG}".encode())
+    for f in sorted(HARNESS_DIR.iterdir()):
+        h.update(f.read_bytes())
+    key = h.hexdigest()
+    root = root or link_cache()
+    exe = root / key[:32] / "harness"
+    if exe.is_file():
+        return exe
+    # One link per key: another worker or the compile-ahead thread may be linking it now.
+    with compiler.claim(root, key, wait_s=300):
+        if not exe.is_file():
+            exe.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix="harness-", dir=exe.parent) as tmp:
+                queries = Path(tmp) / "case_data.c"
+                queries.write_text("\n".join(_queries_source(compiled)) + "\n")
+                link([HARNESS_DIR / "harness.c", queries], [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs,
+                     rdcycle=rdcycle, case_from_file=True)
+    return exe
 
 
 def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *, uart_outputs: bool = True,
                    iterations: int = 1, rdcycle: bool = False, root: Optional[Path] = None,
-                   target: str = "linux", program: Optional[Program] = None,
-                   inputs_from_file: bool = False) -> tuple[Path, compiler.Compiled]:
-    """``build_harness`` into ``<cache>/qemu-rvv/<key>/`` unless that build exists already. With
-    ``inputs_from_file`` the key holds the inputs' names, dtypes and shapes, not their bytes: one
-    link per program, whatever the case."""
+                   target: str = "linux", program: Optional[Program] = None) -> tuple[Path, compiler.Compiled]:
+    """``build_harness`` (the case linked in) into ``<cache>/qemu-rvv/<key>/`` unless that build
+    exists already."""
     variant = riscv.canonical(variant)
     program = program or program_for(case)
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}/{program.entry}")
-    key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target, inputs_from_file,
-                    compiled.symbol(program.entry))
+    key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target)
     root = root or link_cache()
     out = root / key[:32]
     exe = out / ("harness.elf" if target == "baremetal" else "harness")
@@ -398,5 +440,5 @@ def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *
         with compiler.claim(root, key, wait_s=300):
             if not exe.is_file():
                 build_harness(case, variant, out, uart_outputs, inputs=inputs, iterations=iterations,
-                              rdcycle=rdcycle, program=program, target=target, inputs_from_file=inputs_from_file)
+                              rdcycle=rdcycle, program=program, target=target)
     return exe, compiled
