@@ -50,6 +50,11 @@ def _golden() -> Path:
     return store.root()
 
 
+def _mesa() -> Path:
+    from accel_regress.backends.iree_vulkan import shader_cache
+    return shader_cache.folder()
+
+
 def _env_or(env: str, name: str) -> Callable[[], Path]:
     return lambda: Path(os.environ[env]) if os.environ.get(env) else user_cache(name)
 
@@ -62,6 +67,8 @@ CACHES = (
     CacheSpec("rvv-scan", "ACCEL_RVV_SCAN_CACHE", "RVV codegen scans of compiled dispatches", "yes",
               _env_or("ACCEL_RVV_SCAN_CACHE", "rvv-scan")),
     CacheSpec("heatmaps", "ACCEL_HEATMAP_CACHE", "report heatmap PNGs", "yes", _env_or("ACCEL_HEATMAP_CACHE", "heatmaps")),
+    CacheSpec("mesa-shader-cache", "MESA_SHADER_CACHE_DIR", "the Vulkan driver's compiled pipelines (Mesa: lavapipe), "
+              "for iree-vulkan's runs", "yes", _mesa),
     CacheSpec("iree-amd-aie", "ACCEL_IREE_AMD_AIE_CACHE", "iree-amd-aie compiles", "yes",
               lambda: Path(os.environ["ACCEL_IREE_AMD_AIE_CACHE"]) if os.environ.get("ACCEL_IREE_AMD_AIE_CACHE")
               else _iree().parent / "iree-amd-aie"),

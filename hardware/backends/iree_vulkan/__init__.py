@@ -15,7 +15,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from accel_regress.backends.iree_vulkan import device as vk
+from accel_regress.backends.iree_vulkan import device as vk, shader_cache
 from accel_regress.backends.iree_vulkan.target import cannot_hold, with_target
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import NotApplicable
@@ -90,5 +90,5 @@ class IreeVulkanBackend(Backend):
             compiled = self.compile(case, program)
             return run_module.run(compiled.vmfb, "vulkan", compiled.symbol(program.entry), [args[n] for n in program.inputs],
                                   program.outputs, run_module.result_types(program.mlir, program.entry),
-                                  self.timeout(case), f"{case.id} {program.entry}")
+                                  self.timeout(case), f"{case.id} {program.entry}", env=shader_cache.child_env())
         return run_plan(plan_for(case), inputs, one)

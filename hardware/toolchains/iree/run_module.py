@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -80,9 +80,11 @@ def result_types(mlir: str, entry: str) -> list[tuple[tuple[int, ...], np.dtype]
 
 
 def run(vmfb: Path, device: str, entry: str, args: Sequence[np.ndarray], outputs: Sequence[str],
-        types: Sequence[tuple[tuple[int, ...], np.dtype]], timeout_s: float, what: str) -> dict[str, np.ndarray]:
+        types: Sequence[tuple[tuple[int, ...], np.dtype]], timeout_s: float, what: str,
+        env: Optional[Mapping[str, str]] = None) -> dict[str, np.ndarray]:
     """``iree-run-module --device=DEVICE --function=ENTRY``; outputs by name, HANG past ``timeout_s``,
-    CRASH on a failed run with the tool's last words."""
+    CRASH on a failed run with the tool's last words. ``env``: the child's environment (default
+    this process's)."""
     tool = tool_path()
     if tool is None:
         raise Crash("iree-run-module not found (the iree-base-runtime wheel is not installed)", stage="run")
@@ -97,7 +99,7 @@ def run(vmfb: Path, device: str, entry: str, args: Sequence[np.ndarray], outputs
                         f"({', '.join(outputs)})", stage="run")
         argv += [f"--output=@{folder / f'out{i}.bin'}" for i in range(len(outputs))]
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired as exc:
             tail = (exc.stderr or b"")[-TAIL_CHARS:]
             raise Hang(f"{what}: iree-run-module gave no result within {timeout_s:g} s", stage="run",
