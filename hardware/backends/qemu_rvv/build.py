@@ -162,7 +162,7 @@ def _tables(program: Program, schedule: sched_mod.Schedule, inputs: Mapping[str,
     if len(schedule.outputs) != len(program.outputs):
         raise CompileError(f"the host program returns {len(schedule.outputs)} results, the program declares "
                            f"{len(program.outputs)}", stage="build")
-    buffers = []
+    buffers: list[tuple[int, Optional[np.ndarray]]] = []
     for b in schedule.buffers:
         if b.arg < 0:
             buffers.append((b.size, None))
