@@ -5,7 +5,9 @@ Profiles JSON schema (``capabilities.device.{features,properties}``), the same d
 """
 from __future__ import annotations
 
+import ctypes.util
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +17,33 @@ from pathlib import Path
 from typing import Optional
 
 APT_HINT = "apt-get install mesa-vulkan-drivers vulkan-tools (lavapipe, Mesa's Vulkan driver on the CPU)"
+# Where the Vulkan loader finds drivers' manifests (its docs, LoaderDriverInterface.md: the XDG
+# data and config folders), and where NVIDIA's container images mount their driver.
+ICD_DIRS = ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc/vulkan/icd.d",
+            "/usr/local/nvidia/share/vulkan/icd.d")
+GLVND_HINT = ("NVIDIA's Vulkan driver ({icd}, {lib}) loads only with glvnd's libGLdispatch.so.0, which is "
+              "not installed: apt-get install libglvnd0 libvulkan1 vulkan-tools (seen on an NVIDIA H200 "
+              "machine: vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER until it was)")
+
+
+def _icd_manifests() -> list[Path]:
+    named = os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES")
+    if named:
+        return [Path(p) for p in named.split(os.pathsep) if p]
+    return [p for d in ICD_DIRS for p in sorted(Path(d).glob("*.json"))]
+
+
+def hint() -> str:
+    """What to install when no Vulkan device could be opened: glvnd where an NVIDIA driver is
+    there without it (its GLX library carries the Vulkan driver), else lavapipe."""
+    for manifest in _icd_manifests():
+        try:
+            lib = str(json.loads(manifest.read_text())["ICD"]["library_path"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if "nvidia" in lib.lower() and ctypes.util.find_library("GLdispatch") is None:
+            return GLVND_HINT.format(icd=manifest, lib=lib)
+    return APT_HINT
 
 
 @dataclass(frozen=True)
@@ -79,7 +108,7 @@ def probe() -> VulkanDevice:
         if proc.returncode != 0 or not files:
             words = (proc.stderr or proc.stdout).strip().splitlines()
             raise NoDevice(f"no Vulkan device (vulkaninfo exit {proc.returncode}: "
-                           f"{words[-1] if words else 'no output'}): {APT_HINT}")
+                           f"{words[-1] if words else 'no output'}): {hint()}")
         try:
             return parse_profile(json.loads(files[0].read_text()))
         except (ValueError, KeyError, TypeError) as exc:
