@@ -114,22 +114,22 @@ def test_short_spellings_take_no_argparse_internals(pytester, monkeypatch):
     Action's ``__dict__`` (``container``, ``option_strings``, ...: _pytest/config/argparsing.py:288-292
     at 9.1.1), which ``add_argument`` refuses. Seen on the first GPU machine (pytest 9.1.1): every
     session died with "_StoreAction.__init__() got an unexpected keyword argument 'container'" while
-    the short spellings were added. Modelled here on the pytest installed (an option, once added,
+    the short spellings were added. On a pytest before 9.1 it is modelled (an option, once added,
     answers ``attrs()`` as 9.1.1's does); failed so on ffe9dcb."""
     from _pytest.config import argparsing
 
-    add_instance = argparsing.OptionGroup._addoption_instance
-    declared = argparsing.Argument.attrs
+    if hasattr(argparsing.OptionGroup, "_addoption_instance"):     # before 9.1: model 9.1's Argument
+        add_instance, declared = argparsing.OptionGroup._addoption_instance, argparsing.Argument.attrs
 
-    def adding(self, option, *args, **kwargs):
-        add_instance(self, option, *args, **kwargs)
-        option._action = self._arggroup._group_actions[-1]
+        def adding(self, option, *args, **kwargs):
+            add_instance(self, option, *args, **kwargs)
+            option._action = self._arggroup._group_actions[-1]
 
-    def as_9_1(self):
-        return vars(self._action) if hasattr(self, "_action") else declared(self)
+        def as_9_1(self):
+            return vars(self._action) if hasattr(self, "_action") else declared(self)
 
-    monkeypatch.setattr(argparsing.OptionGroup, "_addoption_instance", adding)
-    monkeypatch.setattr(argparsing.Argument, "attrs", as_9_1)
+        monkeypatch.setattr(argparsing.OptionGroup, "_addoption_instance", adding)
+        monkeypatch.setattr(argparsing.Argument, "attrs", as_9_1)
     pytester.makepyfile(test_ours=OURS)
     res = pytester.runpytest_inprocess("--golden-seed", "3", "--hw", "emu", "--history", "none",
                                        "--isolation", "none", "--report-dir", "r")
