@@ -39,7 +39,7 @@ import subprocess
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 import numpy as np
 
@@ -156,9 +156,21 @@ def _queries_source(compiled: compiler.Compiled) -> list[str]:
     return c
 
 
+def _schedule(compiled: compiler.Compiled, program: Program) -> sched_mod.Schedule:
+    """The host program's schedule of ``program`` (its entry in ``compiled``), or COMPILE_ERROR."""
+    try:
+        return sched_mod.parse_file(compiled.output, compiled.symbol(program.entry))
+    except sched_mod.ScheduleError as exc:
+        raise CompileError(f"the harness cannot run this program: {exc}", stage="build",
+                           detail={"host_program": str(compiled.output)}) from None
+
+
 def _tables(program: Program, schedule: sched_mod.Schedule, inputs: Mapping[str, np.ndarray]):
     """What one run of ``program`` does, as the harness's tables hold it: (buffers as (size, input
     array or None), dispatches, outputs as (name, dtype, shape, buffer, offset, length))."""
+    missing = [n for n in program.inputs if n not in inputs]
+    if missing:
+        raise CompileError(f"inputs lack {', '.join(missing)}", stage="build")
     if len(schedule.outputs) != len(program.outputs):
         raise CompileError(f"the host program returns {len(schedule.outputs)} results, the program declares "
                            f"{len(program.outputs)}", stage="build")
@@ -226,15 +238,7 @@ def write_case(compiled: compiler.Compiled, program: Program, inputs: Mapping[st
                iterations: int = 1) -> Path:
     """The case file a ``library_harness`` runs: the tables of one run of ``program`` and its
     inputs (format: harness.c, read_case; a scalar's shape is written "-")."""
-    try:
-        schedule = sched_mod.parse_file(compiled.output, compiled.symbol(program.entry))
-    except sched_mod.ScheduleError as exc:
-        raise CompileError(f"the harness cannot run this program: {exc}", stage="build",
-                           detail={"host_program": str(compiled.output)}) from None
-    missing = [n for n in program.inputs if n not in inputs]
-    if missing:
-        raise CompileError(f"inputs lack {', '.join(missing)}", stage="build")
-    buffers, dispatches, outputs = _tables(program, schedule, inputs)
+    buffers, dispatches, outputs = _tables(program, _schedule(compiled, program), inputs)
     words = ["accel-case 1", f"iterations {int(iterations)}", f"buffers {len(buffers)}"]
     words += [f"{size} {arr.nbytes if arr is not None else 0}" for size, arr in buffers]
     words.append(f"dispatches {len(dispatches)}")
@@ -292,6 +296,11 @@ def link_cache() -> Path:
     return compiler.cache_root().parent / "qemu-rvv"
 
 
+def _sources() -> bytes:
+    """The harness sources' bytes, in name order: what a linked executable's key holds of them."""
+    return b"".join(f.read_bytes() for f in sorted(HARNESS_DIR.iterdir()))
+
+
 def harness_object(uart_outputs: bool, rdcycle: bool, case_from_file: bool = False) -> Path:
     """harness.c compiled once per (sources, flags, clang) and kept in the cache: only the
     per-case tables are compiled for each case."""
@@ -342,8 +351,7 @@ def build_key(compiled: compiler.Compiled, inputs: Mapping[str, np.ndarray], uar
         a = np.ascontiguousarray(inputs[name])
         h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
         h.update(a.tobytes())
-    for f in sorted(HARNESS_DIR.iterdir()):
-        h.update(f.read_bytes())
+    h.update(_sources())
     h.update(f"{uart_outputs}|{iterations}|{rdcycle}|{CLANG}".encode())
     if target != "linux":       # linux keys stay what they were: existing cached builds remain valid
         from accel_regress.backends.qemu_rvv import baremetal
@@ -375,15 +383,8 @@ def build_harness(case: Case, variant: str, out_dir, uart_outputs: bool = True, 
         inputs = inputs_for(case)
     variant = riscv.canonical(variant)
     program = program or program_for(case)
-    missing = [n for n in program.inputs if n not in inputs]
-    if missing:
-        raise CompileError(f"inputs lack {', '.join(missing)}", stage="build")
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}")
-    try:
-        schedule = sched_mod.parse_file(compiled.output, compiled.symbol(program.entry))
-    except sched_mod.ScheduleError as exc:
-        raise CompileError(f"the harness cannot run this program: {exc}", stage="build",
-                           detail={"host_program": str(compiled.output)}) from None
+    schedule = _schedule(compiled, program)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="harness-", dir=out_dir) as tmp:
@@ -404,22 +405,28 @@ def library_harness(compiled: compiler.Compiled, *, uart_outputs: bool = True, r
     if reason:
         raise CompileError(reason, stage="build", detail={"diagnostic": reason})
     h = hashlib.sha256(f"{compiled.dir.name}|case-from-file|{uart_outputs}|{rdcycle}|{CLANG}".encode())
-    for f in sorted(HARNESS_DIR.iterdir()):
-        h.update(f.read_bytes())
+    h.update(_sources())
     key = h.hexdigest()
     root = root or link_cache()
     exe = root / key[:32] / "harness"
-    if exe.is_file():
-        return exe
-    # One link per key: another worker or the compile-ahead thread may be linking it now.
-    with compiler.claim(root, key, wait_s=300):
-        if not exe.is_file():
-            exe.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(prefix="harness-", dir=exe.parent) as tmp:
-                queries = Path(tmp) / "case_data.c"
-                queries.write_text("\n".join(_queries_source(compiled)) + "\n")
-                link([HARNESS_DIR / "harness.c", queries], [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs,
-                     rdcycle=rdcycle, case_from_file=True)
+
+    def build() -> None:
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="harness-", dir=exe.parent) as tmp:
+            queries = Path(tmp) / "case_data.c"
+            queries.write_text("\n".join(_queries_source(compiled)) + "\n")
+            link([HARNESS_DIR / "harness.c", queries], [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs,
+                 rdcycle=rdcycle, case_from_file=True)
+    return _built_once(root, key, exe, build)
+
+
+def _built_once(root: Path, key: str, exe: Path, build: Callable[[], object]) -> Path:
+    """``exe``, built unless it exists. One build per key: another worker or the compile-ahead
+    thread may be building it now."""
+    if not exe.is_file():
+        with compiler.claim(root, key, wait_s=300):
+            if not exe.is_file():
+                build()
     return exe
 
 
@@ -435,10 +442,7 @@ def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *
     root = root or link_cache()
     out = root / key[:32]
     exe = out / ("harness.elf" if target == "baremetal" else "harness")
-    if not exe.is_file():
-        # One link per key: another worker or the compile-ahead thread may be linking it now.
-        with compiler.claim(root, key, wait_s=300):
-            if not exe.is_file():
-                build_harness(case, variant, out, uart_outputs, inputs=inputs, iterations=iterations,
-                              rdcycle=rdcycle, program=program, target=target)
+    _built_once(root, key, exe, lambda: build_harness(case, variant, out, uart_outputs, inputs=inputs,
+                                                       iterations=iterations, rdcycle=rdcycle, program=program,
+                                                       target=target))
     return exe, compiled

@@ -118,6 +118,18 @@ static uint64_t number(const char* what) {
   return (uint64_t)v;
 }
 
+/* The buffer a binding or an output names ("binding", "output"), checked against the buffers. */
+static uint32_t buffer_index(const char* of, uint32_t buffer_count) {
+  char what[64];
+  snprintf(what, sizeof(what), "%s buffer", of);
+  uint64_t b = number(what);
+  if (b >= buffer_count) {
+    snprintf(what, sizeof(what), "%s of a buffer that does not exist", of);
+    bad_case(what);
+  }
+  return (uint32_t)b;
+}
+
 static void* table(uint64_t count, size_t size) {
   void* p = calloc(count ? count : 1, size);
   if (!p) fail(2, "out of memory", NULL);
@@ -153,10 +165,9 @@ static accel_case_t read_case(void) {
     dd->binding_count = (uint32_t)number("binding count");
     accel_binding_t* bindings = table(dd->binding_count, sizeof(*bindings));
     for (uint32_t k = 0; k < dd->binding_count; ++k) {
-      bindings[k].buffer = (uint32_t)number("binding buffer");
+      bindings[k].buffer = buffer_index("binding", c.buffer_count);
       bindings[k].offset = number("binding offset");
       bindings[k].length = number("binding length");
-      if (bindings[k].buffer >= c.buffer_count) bad_case("binding of a buffer that does not exist");
     }
     dd->bindings = bindings;
   }
@@ -168,10 +179,9 @@ static accel_case_t read_case(void) {
     outputs[o].dtype = word("output dtype");
     outputs[o].shape = word("output shape");
     if (strcmp(outputs[o].shape, "-") == 0) outputs[o].shape = ""; /* a scalar */
-    outputs[o].buffer = (uint32_t)number("output buffer");
+    outputs[o].buffer = buffer_index("output", c.buffer_count);
     outputs[o].offset = number("output offset");
     outputs[o].length = number("output length");
-    if (outputs[o].buffer >= c.buffer_count) bad_case("output of a buffer that does not exist");
   }
   keyword("end");
   if (fgetc(case_file) != '\n') bad_case("no newline after end");

@@ -85,6 +85,14 @@ def test_a_bad_case_file_is_a_clear_error(links, tmp_path):
     (tmp_path / "inputs-only.bin").write_bytes(whole[len(head):])
     proc = run(tmp_path / "inputs-only.bin")
     assert proc.returncode == 2 and b"[err] the case file is malformed (accel-case)" in proc.stdout
+    lines = head.split(b"\n")
+    outputs_at = lines.index(next(ln for ln in lines if ln.startswith(b"outputs ")))
+    out = lines[outputs_at + 1].split()
+    out[3] = b"99"                   # the buffer an output is read from
+    lines[outputs_at + 1] = b" ".join(out)
+    (tmp_path / "no-buffer.bin").write_bytes(b"\n".join(lines) + whole[len(head):])
+    proc = run(tmp_path / "no-buffer.bin")
+    assert proc.returncode == 2 and b"malformed (output of a buffer that does not exist)" in proc.stdout, proc.stdout
     (tmp_path / "cut.bin").write_bytes(head[:len(head) // 2])
     proc = run(tmp_path / "cut.bin")
     assert proc.returncode == 2 and b"[err] the case file is malformed" in proc.stdout, proc.stdout
