@@ -154,8 +154,12 @@ def toolchains() -> dict[str, str]:
     from accel_regress.toolchains.iree import compiler
     from accel_regress.backends.qemu_rvv import build
     from accel_regress.backends.qemu_rvv import QEMU
+    from accel_regress.toolchains.iree import host_target
     out = {"iree-compile": compiler.compiler_version(), "clang": build.clang_version(), "qemu": build.tool_version(QEMU),
            "python": platform.python_version()}
+    # Modules built for `host` are for this CPU: a root saved on another CPU holds none of ours.
+    tool = compiler.tool_path()
+    out["host-target"] = host_target.identity(tool, compiler.compiler_version()) if tool else "no iree-compile"
     for dist in ("numpy", "ml_dtypes", "torch", "iree-base-runtime"):
         try:
             out[dist] = metadata.version(dist)

@@ -17,6 +17,7 @@ An entry may also say for which versions and device generations it holds (hardwa
 
     versions = { qemu = "<8.1" }        # keys of the versions each result records
     devices = ["Krackan"]               # a Krackan-only bug is not a Phoenix bug
+    facts = { onednn-bf16-matmul = "*amx*" }   # a kernel path the backend recorded (AMX, not AVX-512)
 
 Such an entry is decided per case once the backend's versions are known (at set-up); where it
 does not hold the case runs plainly. An entry whose range matched none of the versions seen is
@@ -46,7 +47,7 @@ from accel_regress.results.version_range import Conditions, RangeError
 EXPECTABLE = (verdicts.FAIL, verdicts.COMPILE_ERROR, verdicts.HANG, verdicts.CRASH)
 NOT_ATTEMPTED = (verdicts.HANG, verdicts.CRASH)
 _KEYS = ("test", "verdict", "reason", "issue")
-_OPTIONAL = ("versions", "devices", "exact")
+_OPTIONAL = ("versions", "devices", "facts", "exact")
 DEFAULT_DIR = "expectations"
 
 
@@ -183,7 +184,7 @@ def load_file(path: Path, known_backends: Optional[Iterable[str]] = None) -> tup
             raise ExpectationsError(f"{where}: the same test pattern as entry {seen[item['test']]}")
         seen[item["test"]] = n
         try:
-            conditions = Conditions.parse(item.get("versions"), item.get("devices"))
+            conditions = Conditions.parse(item.get("versions"), item.get("devices"), item.get("facts"))
         except RangeError as exc:
             raise ExpectationsError(f"{where}: {exc}") from None
         try:
@@ -223,6 +224,9 @@ def entry_text(e: Entry) -> str:
                                                  for k, v in e.conditions.versions.items()) + " }")
     if e.conditions.devices:
         lines.append("devices = [" + ", ".join(_toml_string(d) for d in e.conditions.devices) + "]")
+    if e.conditions.facts:
+        lines.append("facts = { " + ", ".join(f"{_toml_string(k)} = {_toml_string(v)}"
+                                              for k, v in e.conditions.facts.items()) + " }")
     if e.literal:
         lines.append("exact = true")
     return "[[expect]]\n" + "\n".join(lines) + "\n"

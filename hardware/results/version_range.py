@@ -4,12 +4,18 @@ An expectation entry may carry::
 
     versions = { qemu = "<8.1", "iree-compiler" = ">=3.10,<3.14" }   # PEP 440 specifiers
     devices = ["Krackan"]                                             # device generations
+    facts = { onednn-bf16-matmul = "*amx*" }                          # device facts, as patterns
 
 Each key of ``versions`` names a key of the versions a result records (``Backend.versions()``:
 ``qemu``, ``iree-compiler``, ``driver_amdxdna``, ``npu_firmware``, ``xrt_version`` ...). The
 recorded value is free text (``qemu-riscv64 version 7.2.22 (Debian 1:7.2+dfsg-7)``); its first
 dotted number is the version compared. A version that was not recorded, or has no number, cannot
 rule the entry out: the entry holds and the check says so.
+
+``facts`` names device facts a result records as text (the kernel path a CPU backend ran,
+``onednn-bf16-matmul = brg_matmul:avx512_core_amx``; its CPU features) and a pattern each must
+match (``*`` any run, ``{a,b}`` either: hardware/util/globs.py). A fact that was not recorded rules
+the entry out, as a device generation does: a run that cannot say it took that path is no run on it.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from accel_regress.results.keys import device_name, known_generations
+from accel_regress.util.globs import Glob, PatternError
 
 _DOTTED = re.compile(r"\d+(?:\.\d+)+(?:(?:a|b|rc)\d+)?")
 _PLAIN = re.compile(r"\d+")
@@ -61,9 +68,10 @@ def generation(versions: Mapping[str, str], device: Optional[str] = None) -> Opt
 class Conditions:
     versions: Mapping[str, str] = field(default_factory=dict)    # key -> specifier text
     devices: tuple = ()
+    facts: Mapping[str, str] = field(default_factory=dict)       # key -> pattern of its recorded text
 
     @classmethod
-    def parse(cls, versions, devices) -> "Conditions":
+    def parse(cls, versions, devices, facts=None) -> "Conditions":
         if versions is None:
             versions = {}
         if not isinstance(versions, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
@@ -85,10 +93,20 @@ class Conditions:
         if bad:
             raise RangeError(f"devices: {', '.join(map(repr, bad))} is not a device generation "
                              f"(the backends name {', '.join(known_generations())}, or an id such as npu6)")
-        return cls(dict(versions), tuple(device_name(d) for d in devices))
+        if facts is None:
+            facts = {}
+        if not isinstance(facts, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                                     for k, v in facts.items()):
+            raise RangeError("'facts' must be a table of patterns, e.g. facts = { onednn-bf16-matmul = \"*amx*\" }")
+        for key, pattern in facts.items():
+            try:
+                Glob(pattern)
+            except PatternError as exc:
+                raise RangeError(f"facts.{key} = {pattern!r}: {exc}") from None
+        return cls(dict(versions), tuple(device_name(d) for d in devices), dict(facts))
 
     def __bool__(self) -> bool:
-        return bool(self.versions or self.devices)
+        return bool(self.versions or self.devices or self.facts)
 
     def check(self, versions: Mapping[str, str], device: Optional[str] = None) -> tuple[bool, str]:
         """(holds, why): does the entry hold for a result with these versions / this device?"""
@@ -111,12 +129,22 @@ class Conditions:
             if gen not in self.devices:
                 return False, f"device {gen} is not {' / '.join(self.devices)}"
             why.append(f"device {gen}")
+        for key, pattern in self.facts.items():
+            raw = (versions or {}).get(key)
+            if raw is None:
+                return False, f"{key} not recorded"
+            if not Glob(pattern).match(str(raw)):
+                return False, f"{key} {str(raw)!r} does not match {pattern!r}"
+            why.append(f"{key} {raw}")
         return True, "; ".join(why)
 
     def on_device(self, versions: Mapping[str, str], device: Optional[str] = None) -> bool:
-        """Was the result on a device the entry names (or does it name none)? A result elsewhere
-        says nothing of the entry: it is no sign that the bug is gone (not stale)."""
-        return not self.devices or generation(versions, device) in self.devices
+        """Was the result on a device the entry names, with the facts it names (or does it name
+        none)? A result elsewhere says nothing of the entry: it is no sign that the bug is gone (not stale)."""
+        if self.devices and generation(versions, device) not in self.devices:
+            return False
+        return all(key in (versions or {}) and Glob(pattern).match(str(versions[key]))
+                   for key, pattern in self.facts.items())
 
     def seen(self, versions: Mapping[str, str], device: Optional[str] = None) -> str:
         """The versions this entry looks at, as a result recorded them: 'qemu 8.2.0, device Strix'."""
@@ -127,12 +155,14 @@ class Conditions:
             parts.append(f"{key} {v if v is not None else (raw or 'not recorded')}")
         if self.devices:
             parts.append(f"device {generation(versions, device) or 'not recorded'}")
+        parts += [f"{key} {(versions or {}).get(key) or 'not recorded'}" for key in self.facts]
         return ", ".join(parts)
 
     def describe(self) -> str:
         """'qemu <8.1, device Krackan': what the entry says it holds for."""
         return ", ".join([f"{k} {v}" for k, v in self.versions.items()] +
-                         ([f"device {' / '.join(self.devices)}"] if self.devices else []))
+                         ([f"device {' / '.join(self.devices)}"] if self.devices else []) +
+                         [f"{k} {v}" for k, v in self.facts.items()])
 
     def to_json(self) -> dict:
         out = {}
@@ -140,5 +170,7 @@ class Conditions:
             out["versions"] = dict(self.versions)
         if self.devices:
             out["devices"] = list(self.devices)
+        if self.facts:
+            out["facts"] = dict(self.facts)
         return out
 

@@ -16,7 +16,8 @@ import numpy as np
 from accel_regress.golden.case import Case
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Crash, NotApplicable
-from accel_regress.toolchains.iree import compiler, riscv, run_module
+from accel_regress.toolchains.iree import compiler, host_target, riscv, run_module
+from accel_regress.util import host_cpu
 from accel_regress.toolchains.iree.program import (
     IREE_PROGRAMS,
     Program,
@@ -82,8 +83,16 @@ class IreeCpuBackend(Backend):
         return None
 
     def versions(self) -> dict[str, str]:
-        return {"iree-compiler": compiler.compiler_version(), "iree-runtime": run_module.runtime_version(),
-                "llvm": compiler.llvm_version()}
+        out = {"iree-compiler": compiler.compiler_version(), "iree-runtime": run_module.runtime_version(),
+               "llvm": compiler.llvm_version(), **host_cpu.host().facts()}
+        tool = compiler.tool_path()
+        target = host_target.resolved(tool, compiler.compiler_version()) if tool else {"error": "no iree-compile"}
+        # The code path a verdict belongs to: the CPU IREE compiled for and the vector ISA it may use.
+        out["target-cpu"] = target.get("cpu") or f"unresolved ({target.get('error')})"
+        out["target-features"] = " ".join(f for f in host_target.enabled_features(target.get("cpu_features", ""))
+                                          if f.startswith(("avx", "amx", "sve", "sme", "neon", "fma")))
+        out["device"] = f"{out['cpu']} ({out['target-cpu']})"
+        return out
 
     def timeout(self, case: Case) -> float:
         return self.default_timeout_s

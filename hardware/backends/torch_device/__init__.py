@@ -29,6 +29,7 @@ from accel_regress.core.backend import Backend
 from accel_regress.core.contracts import Arrays, ProgramKind
 from accel_regress.core.errors import Crash
 from accel_regress.golden.case import Case
+from accel_regress.util import host_cpu
 
 
 class TorchProgram(Protocol):
@@ -176,10 +177,16 @@ class TorchCpuBackend(TorchBackend):
         # Whether a large bf16 GEMM goes to oneDNN here (mkldnn on, and a CPU with AVX512BW/VL/DQ:
         # pytorch/pytorch aten/src/ATen/native/mkldnn/Matmul.cpp use_mkldnn_bf16_matmul), which
         # decides expectations/torch-cpu.toml's subnormal entry: "1" yes, "0" no.
-        from accel_regress.backends.torch_device import numerics
+        from accel_regress.backends.torch_device import numerics, onednn
         enabled = numerics.requested().get("mkldnn.enabled", torch.backends.mkldnn.enabled)
-        onednn = bool(torch.backends.mkldnn.is_available() and enabled and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-        return {**super().device_facts(torch), "onednn-bf16-gemm": "1" if onednn else "0"}
+        to_onednn = bool(torch.backends.mkldnn.is_available() and enabled and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        cpu = host_cpu.host()
+        path = onednn.kernel_path(torch.__version__, numerics.requested())
+        # The device is the kernel path, not only the CPU: the same runner gives other verdicts
+        # with oneDNN capped below AMX, and the history and gate must keep the two apart.
+        device = f"{cpu.model} (oneDNN {path.get('onednn-isa', '?')}; bf16 matmul: {path.get('onednn-bf16-matmul', '?')})"
+        return {**super().device_facts(torch), **cpu.facts(), **path, "device": device,
+                "onednn-bf16-gemm": "1" if to_onednn else "0"}
 
 
 class TorchCudaBackend(TorchBackend):

@@ -66,6 +66,7 @@ except ImportError:          # not POSIX: no claims, a duplicate compile at wors
 
 from accel_regress.util import children, schemas
 from accel_regress.util.atomic import write_atomic
+from accel_regress.toolchains.iree import host_target
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core.errors import CompileError, Hang
 from accel_regress.util.paths import PathRefused, member_path
@@ -140,8 +141,14 @@ ENTRY_FORMAT = "index-v1"   # in the key: entries of an older suite (no index) s
 
 
 def cache_key(mlir: str, flags: Sequence[str], tool: Optional[str] = None) -> str:
+    """Everything the module depends on; for code built for ``host``, the CPU and features IREE
+    resolves ``host`` to here (host_target), so a root restored onto another CPU never runs code
+    built for this one."""
     h = hashlib.sha256()
-    for part in (ENTRY_FORMAT, compiler_version(tool), "\0".join(flags), mlir):
+    parts = [ENTRY_FORMAT, compiler_version(tool), "\0".join(flags), mlir]
+    if host_target.uses_host(flags) and (tool or tool_path()):
+        parts.append(host_target.identity(tool or tool_path(), compiler_version(tool)))
+    for part in parts:
         h.update(part.encode())
         h.update(b"\x01")
     return h.hexdigest()
