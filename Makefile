@@ -2,7 +2,7 @@
 PYTHON ?= python3
 
 
-.PHONY: setup suite test typecheck wheel-check gpu
+.PHONY: setup suite test test-nightly typecheck wheel-check gpu
 setup:
 	bash scripts/setup.sh
 
@@ -10,11 +10,14 @@ setup:
 suite: setup
 	$(PYTHON) -m pytest tests --ignore=tests/selftest
 
-# Everything: the suite and the harness's own selftests (what CI runs).
-test: setup
-	$(PYTHON) -m ruff check .
-	$(PYTHON) scripts/typecheck.py
-	$(PYTHON) -m pytest tests
+# Everything (what CI runs), tier by tier with the time of each at the end: set-up, lint and
+# types, the default run, the selftests (under xdist; the slow ones: make test-nightly), the wheel check.
+test:
+	$(PYTHON) scripts/test_tiers.py
+
+# The nightly job: the same, with the selftests marked slow.
+test-nightly:
+	$(PYTHON) scripts/test_tiers.py --slow
 
 # mypy over the package from this checkout (no install needed); fails on an error not in
 # scripts/mypy-baseline.txt. `$(PYTHON) scripts/typecheck.py --sync` after fixing some.

@@ -24,12 +24,19 @@ _OPT_IN_MARKERS = ("large", "input_classes")
 _ENV_PREFIXES = ("ACCEL_", "PYPTO_", "PTOAS_", "ASCEND_", "A2A3_", "XRT_")
 _ENV_NAMES = ("PEANO_INSTALL_DIR", "MLIR_AIE_INSTALL_DIR")
 _ENV_NOT = ("ACCEL_DEVICE_", "ACCEL_HISTORY")
+# Where things are kept, not what runs: a cache answers what a run would compute, so a rerun
+# elsewhere (a developer's machine, without CI's restored root) gives the same verdict without them.
+_ENV_WHERE = frozenset({"ACCEL_CACHE_DIR", "ACCEL_IREE_CACHE", "ACCEL_RVV_SCAN_CACHE", "ACCEL_HEATMAP_CACHE",
+                        "ACCEL_GOLDEN_CACHE", "ACCEL_GOLDEN_CACHE_BYTES", "ACCEL_GOLDEN_CACHE_SHARED",
+                        "ACCEL_GOLDEN_CACHE_KEY_FILE", "ACCEL_IREE_AMD_AIE_CACHE", "ACCEL_RUN_MEMO_BYTES",
+                        "ACCEL_ISOLATION_TMP", "ACCEL_BISECT_ENVS", "ACCEL_SETUP_LOG"})
 
 
 def rerun_env(environ) -> dict:
     """The variables of ``environ`` that a rerun line must set again (session["env"])."""
     return {k: str(v) for k, v in sorted(environ.items())
-            if (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES) and not k.startswith(_ENV_NOT) and k != "ACCEL_HW"}
+            if (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES) and not k.startswith(_ENV_NOT)
+            and k != "ACCEL_HW" and k not in _ENV_WHERE}
 
 
 def table(summary: dict) -> list[str]:

@@ -38,6 +38,10 @@ torch.ops.aten.mkldnn_convolution(x, torch.ones(2, 2, 3, 3), None, [0, 0], [1, 1
 """
 
 
+# oneDNN's primitive kind (its verbose "primitive,exec,cpu,<kind>"), not the suite's matmul family.
+_MATMUL_RUN = ("primitive", "exec", "cpu", "matmul")
+
+
 def parse(text: str) -> dict[str, str]:
     """The facts in a probe's output: onednn (version and commit), onednn-isa, onednn-bf16-matmul
     (the implementation that ran the bf16 GEMM, or 'not oneDNN' when torch kept it). The probe's
@@ -55,7 +59,7 @@ def parse(text: str) -> dict[str, str]:
                 out["onednn"] = rest[1][len("oneDNN "):].strip()
             elif rest[1] == "cpu" and len(rest) >= 3 and rest[2].startswith("isa:"):
                 out["onednn-isa"] = ",".join(rest[2:])[len("isa:"):].strip()    # the name holds commas
-        elif rest[:4] == ["primitive", "exec", "cpu", "matmul"] and len(rest) >= 5:
+        elif tuple(rest[:4]) == _MATMUL_RUN and len(rest) >= 5:
             out["onednn-bf16-matmul"] = rest[4]
     return out
 

@@ -44,7 +44,10 @@ def _sigint_reaches_the_runs():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "session-timeout", "SIGTERM-xdist"])
+# The session-timeout case waits out its own 60 s bound (it must outlast reaching the hanging case on
+# a loaded machine): the nightly tier's.
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", pytest.param("session-timeout", marks=pytest.mark.slow),
+                                 "SIGTERM-xdist"])
 def test_stopped_session_leaves_valid_results(suite, how):
     suite.makepyfile(test_small=SMALL_TEST.format(kinds=KINDS))
     marker = suite.path / "running.pid"     # the fault writes its pid here, then hangs

@@ -5,7 +5,6 @@ time with a bounded length; `expectations update --apply` keeps comments (tomlki
 does not call a comment between entries unsorted."""
 import json
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -141,12 +140,12 @@ def test_a_run_applies_an_entry_only_inside_its_range(pytester, numpy_range, ver
         assert wrong["detail"]["expectations_not_holding"][0]["why"] == f"numpy {np.__version__} is outside <1"
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("pattern", ["*a" * 40 + "b", "{*a,*a*a}" * 8 + "b"])
 def test_a_pattern_bomb_matches_in_linear_time(pattern):
-    # As a regular expression ('.*a.*a...b') this takes exponential time in the number of stars.
-    start = time.perf_counter()
+    # As a regular expression ('.*a.*a...b') this takes exponential time in the number of stars:
+    # years, not the two minutes of the bound (its speed is no business of a test on a loaded box).
     assert not Glob(pattern).match("a" * 5000)
-    assert time.perf_counter() - start < 0.5
 
 
 def test_patterns_are_bounded():
