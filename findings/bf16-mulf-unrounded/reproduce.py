@@ -12,7 +12,10 @@ bundle.json says what to run, as argv lists, in a scratch folder holding a copy 
                   runs it and prints each output as "[out] name=... dtype=... shape=... hex=..."
                   (Debian: qemu-user-static clang-16 lld-16 libc6-dev-riscv64-cross);
   "codegen-scan": iree-compile with the executables' assembly dumped; each dispatch's .s is
-                  searched for the instruction pattern in bundle.json "scan".
+                  searched for the instruction pattern in bundle.json "scan";
+  "iree-run-module": iree-compile, then the "run" argv (iree-run-module on a GPU driver, e.g.
+                  --device=vulkan) with each output copied back to OUTPUT.npy (--output=@...):
+                  the Python binding's to_host() maps device memory, which lavapipe refuses.
 Outputs are compared with expected/*.npy element by element: a NaN must be a NaN, the sign of a
 zero must match where "zero_sign" says IEEE 754 defines it, |got - expected| must be within
 tolerance/*.npy (0: bit for bit). Prints each wrong element (or each loop with the pattern).
@@ -60,6 +63,14 @@ def tool(name):
             return str(find_tool("iree-compile"))
         except Exception:
             pass
+    if name == "iree-run-module":       # the wheel's copy, also when its venv is not activated
+        try:
+            from iree._runtime import libs
+            path = Path(libs.library_path) / name
+            if path.is_file():
+                return str(path)
+        except Exception:
+            pass
     return shutil.which(name)
 
 
@@ -100,6 +111,13 @@ def outputs_riscv_qemu(spec, work):
     if "[done]" not in text:
         raise RuntimeError("the harness did not reach [done]:\n" + text[-2000:])
     return found
+
+
+def outputs_iree_run_module(spec, work):
+    shutil.copytree(HERE / "inputs", work / "inputs")
+    run(spec["compile"], work, "iree-compile")
+    run(spec["run"]["argv"], work, "iree-run-module")
+    return {n: np.load(work / f"{n}.npy", allow_pickle=False) for n in spec["run"]["outputs"]}
 
 
 def compare(spec, outputs):
@@ -197,7 +215,8 @@ def main():
                     print(h)
                 bad = len(hits)
             else:
-                outputs = (outputs_iree_runtime if kind == "iree-runtime" else outputs_riscv_qemu)(spec, work)
+                outputs = {"iree-runtime": outputs_iree_runtime, "iree-run-module": outputs_iree_run_module,
+                           "riscv-qemu": outputs_riscv_qemu}[kind](spec, work)
                 bad = compare(spec, outputs)
         except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
             print(f"could not tell: {exc}", file=sys.stderr)

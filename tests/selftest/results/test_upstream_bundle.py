@@ -104,8 +104,8 @@ def test_every_finding_carries_the_current_script():
     """The bundles in findings/ are self-contained copies: a fix to the template must reach them."""
     template = Path(reproduce.__file__).read_bytes()
     bundles = [p for p in (REPO / "findings").iterdir() if (p / "bundle.json").is_file()]
-    assert len(bundles) == 4            # the softmax one withdrawn (findings/README.md corrections)
+    assert len(bundles) == 5            # the softmax one withdrawn (findings/README.md corrections); i8 added (issue 50)
     for b in bundles:
         assert (b / "reproduce.py").read_bytes() == template, f"{b.name}: reproduce.py differs from the template"
         spec = json.loads((b / "bundle.json").read_text())
-        assert spec["compile"][0] == "iree-compile" and spec["run"]["kind"] in ("iree-runtime", "riscv-qemu", "codegen-scan")
+        assert spec["compile"][0] == "iree-compile" and spec["run"]["kind"] in ("iree-runtime", "riscv-qemu", "codegen-scan", "iree-run-module")
