@@ -10,6 +10,9 @@ that target and shape every output equals zext(a) @ zext(b) (measured with rando
 It runs on any Vulkan device; here Mesa's lavapipe.
 
     python findings/make_i8_vulkan_bundle.py [OUT]       # default findings/i8-matmul-spirv-sign
+
+The "since when" lines and bundle.json's facts come from findings/bisect/i8-matmul-spirv-sign.json
+(a ``bisect --json`` result of this bundle, findings/bundle_cases.py) when it is there.
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ B = np.full((K, N), -3, np.int8)
 COMPILE = ["iree-compile", "program.mlir", "--iree-hal-target-device=vulkan", "-o", "module.vmfb"]
 RUN = ["iree-run-module", "--device=vulkan", "--module=module.vmfb", f"--function={ENTRY}",
        "--input=@inputs/a.npy", "--input=@inputs/b.npy", "--output=@c.npy"]
+BISECT = Path(__file__).resolve().parent / "bisect" / "i8-matmul-spirv-sign.json"
 TITLE = ("[SPIR-V] i8 x i8 -> i32 linalg.matmul zero-extends its operands on vulkan-spirv without integer "
          "dot product (2 x -3 summed over K = 128 gives 64768, not -768)")
 
@@ -134,7 +138,10 @@ without integer dot product takes this path.
 
 ## Since when
 
-Not bisected; present in IREE 3.13.0 (the newest release here).
+{since}
+
+Before 3.12.0 the runtime does not offer lavapipe as a device ("physical device 0 invalid; 1 physical
+devices available; 0 visible", iree-run-module 3.11.0), so those releases give no verdict here.
 """
 
 
@@ -155,12 +162,13 @@ def main(argv=None) -> int:
     if got is None:
         return 2
     lines = bundle.element_lines({}, expected, got, limit=2)
-    issue = ISSUE.format(title=TITLE, got="\n".join(f"    {ln}" for ln in lines),
+    since_lines, facts = cli.since(BISECT if BISECT.is_file() else None)
+    issue = ISSUE.format(title=TITLE, since="\n".join(since_lines), got="\n".join(f"    {ln}" for ln in lines),
                          program="\n".join(f"    {ln}" for ln in MLIR.splitlines()),
                          compile=" ".join(COMPILE), run=" ".join(RUN),
                          versions="\n".join(f"- {k}: {v}" for k, v in versions.items()))
     doc = {**spec(), "tracker": "iree-org/iree (root cause: llvm/llvm-project, open PR #199243)",
-           "versions": versions}
+           "versions": versions, **facts}
     written = bundle.write_bundle(out, title=TITLE, program_mlir=MLIR, spec=doc, inputs={"a": A, "b": B},
                                   expected=expected, got=got, issue=issue)
     return cli.check(written)
