@@ -15,7 +15,9 @@ bundle.json says what to run, as argv lists, in a scratch folder holding a copy 
                   searched for the instruction pattern in bundle.json "scan";
   "iree-run-module": iree-compile, then the "run" argv (iree-run-module on a GPU driver, e.g.
                   --device=vulkan) with each output copied back to OUTPUT.npy (--output=@...):
-                  the Python binding's to_host() maps device memory, which lavapipe refuses.
+                  the Python binding's to_host() maps device memory, which lavapipe refuses;
+  "compile-error": iree-compile alone; the bug is there while it fails with a message matching
+                  the regex bundle.json "error" (any other failure: cannot tell).
 Outputs are compared with expected/*.npy element by element: a NaN must be a NaN, the sign of a
 zero must match where "zero_sign" says IEEE 754 defines it, |got - expected| must be within
 tolerance/*.npy (0: bit for bit). Prints each wrong element (or each loop with the pattern).
@@ -197,6 +199,22 @@ def codegen_scan(spec, work):
     return [f"{f.name}: {hit}" for f in files for hit in pattern_loops(f.read_text(), spec["scan"])]
 
 
+def compile_error(spec, work):
+    """The compiler's error line matching spec["error"], or None when the program compiles."""
+    exe = tool("iree-compile")
+    if exe is None:
+        raise RuntimeError("iree-compile not found")
+    argv = spec["compile"]
+    proc = subprocess.run([exe, *argv[1:]], cwd=work, capture_output=True, text=True, timeout=1800)
+    if proc.returncode == 0:
+        return None
+    said = proc.stderr or proc.stdout
+    found = re.search(spec["error"], said)
+    if found is None:
+        raise RuntimeError(f"iree-compile failed otherwise (exit {proc.returncode}):\n{said[-3000:]}")
+    return said[found.start():said.find("\n", found.start())]
+
+
 def main():
     spec = json.loads((HERE / "bundle.json").read_text())
     kind = spec["run"]["kind"]
@@ -214,6 +232,11 @@ def main():
                 for h in hits:
                     print(h)
                 bad = len(hits)
+            elif kind == "compile-error":
+                line = compile_error(spec, work)
+                if line:
+                    print(line)
+                bad = int(line is not None)
             else:
                 outputs = {"iree-runtime": outputs_iree_runtime, "iree-run-module": outputs_iree_run_module,
                            "riscv-qemu": outputs_riscv_qemu}[kind](spec, work)
@@ -224,11 +247,12 @@ def main():
         except Exception as exc:        # iree.runtime's own errors
             print(f"could not tell: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
+    what = {"codegen-scan": ("wrong loop(s)", "no dispatch loop has the pattern"),
+            "compile-error": ("compile error(s)", "the program compiles")}.get(kind, ("wrong element(s)", "no wrong element"))
     if bad:
-        print(f"BUG PRESENT: {bad} wrong {'loop(s)' if kind == 'codegen-scan' else 'element(s)'}: {spec['title']}")
+        print(f"BUG PRESENT: {bad} {what[0]}: {spec['title']}")
         return 1
-    print("no dispatch loop has the pattern" if kind == "codegen-scan" else "no wrong element",
-          ": the bug is not present in this toolchain", sep="")
+    print(what[1], ": the bug is not present in this toolchain", sep="")
     return 0
 
 
