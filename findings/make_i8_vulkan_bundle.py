@@ -119,6 +119,14 @@ llvm/llvm-project#199243 ("[mlir][vector] Fix RewriteExtOfBitCast dropping the s
 2026-05-22) describes exactly this and sign-extends each element with `shli`/`shrsi` before the final
 extend/truncate.
 
+## Also seen on the default target (not diagnosed, not part of this report)
+
+Smaller K gives other wrong results there, which the sign alone does not explain: 4x4x16 with a = 2,
+b = 3 returns 24 in row 0 and 0 in rows 1-3; its SPIR-V declares the `memref<4xvector<4xi8>>` of `a`
+as `!spirv.rtarray<vector<4xi32>, stride=16>` (16 bytes per 4-byte row, so rows 1-3 read past the
+16-byte buffer). 16x1x16 returns -6 in 4 of 16 columns and 0 in the rest. Both are right with the
+llvmpipe target.
+
 ## Reproduce (the toolchain and numpy only)
 
     pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0 numpy
