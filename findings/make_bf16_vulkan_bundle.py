@@ -62,7 +62,7 @@ feeding `arith.extf ... : vector<4xbf16> to vector<4xf32>`; `ConvertToSPIRVPass`
 
 The f32 container comes from `getVectorizedMemRefType`
 (iree-org/iree@b48a5955575cf8924ffc191f3b0804976e5738b9
-`compiler/src/iree/compiler/Codegen/SPIRV/SPIRVVectorizeLoadStore.cpp:565-572`): when a 128-bit
+`compiler/src/iree/compiler/Codegen/SPIRV/SPIRVVectorizeLoadStore.cpp:566-572`): when a 128-bit
 access holds more than 4 elements, an integer element type is widened to i32 and *any* float type,
 bf16 included, to f32. For f16 the result is legal where the target has fp16 (`vector<4xf16>`
 exists in SPIR-V); bf16 has no SPIR-V type here (IREE knows no bf16 capability:

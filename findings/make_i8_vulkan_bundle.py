@@ -87,7 +87,7 @@ After that one pass the lanes are masked and shifted *logically*, with no sign e
     %30 = spirv.ShiftRightLogical %29, %cst_vec_4xi32 : vector<4xi32>, vector<4xi32>   // [0, 8, 16, 24]
 
 Inside the pass, before the dialect conversion, IREE applies MLIR's narrow-type rewrites greedily
-(`compiler/src/iree/compiler/Codegen/SPIRV/ConvertToSPIRV.cpp:763-782` at b48a5955:
+(`compiler/src/iree/compiler/Codegen/SPIRV/ConvertToSPIRV.cpp:763-781` at b48a5955:
 `vector::populateVectorNarrowTypeRewritePatterns`; `Common/EmulateNarrowType.cpp:193-198` applies the
 same set). Its `RewriteExtOfBitCast<arith::ExtSIOp>` (llvm/llvm-project
 `mlir/lib/Dialect/Vector/Transforms/VectorEmulateNarrowType.cpp`, at

@@ -44,7 +44,7 @@ def test_i8_names_the_pass_and_the_rewrite_with_a_short_program():
     assert len((b / "program.mlir").read_text().splitlines()) <= 15
     issue = (b / "ISSUE.md").read_text()
     for words in ("For: iree-org/iree", "ConvertToSPIRVPass", "iree-convert-to-spirv", "RewriteExtOfBitCast",
-                  "llvm/llvm-project#199243", "compiler/src/iree/compiler/Codegen/SPIRV/ConvertToSPIRV.cpp:763-782",
+                  "llvm/llvm-project#199243", "compiler/src/iree/compiler/Codegen/SPIRV/ConvertToSPIRV.cpp:763-781",
                   "mlir/lib/Dialect/Vector/Transforms/VectorEmulateNarrowType.cpp", "64768", "-768"):
         assert words in issue, words
     assert not SUITE_WORDS.search(issue), SUITE_WORDS.search(issue)
