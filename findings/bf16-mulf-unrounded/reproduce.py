@@ -12,7 +12,12 @@ bundle.json says what to run, as argv lists, in a scratch folder holding a copy 
                   runs it and prints each output as "[out] name=... dtype=... shape=... hex=..."
                   (Debian: qemu-user-static clang-16 lld-16 libc6-dev-riscv64-cross);
   "codegen-scan": iree-compile with the executables' assembly dumped; each dispatch's .s is
-                  searched for the instruction pattern in bundle.json "scan".
+                  searched for the instruction pattern in bundle.json "scan";
+  "iree-run-module": iree-compile, then the "run" argv (iree-run-module on a GPU driver, e.g.
+                  --device=vulkan) with each output copied back to OUTPUT.npy (--output=@...):
+                  the Python binding's to_host() maps device memory, which lavapipe refuses;
+  "compile-error": iree-compile alone; the bug is there while it fails with a message matching
+                  the regex bundle.json "error" (any other failure: cannot tell).
 Outputs are compared with expected/*.npy element by element: a NaN must be a NaN, the sign of a
 zero must match where "zero_sign" says IEEE 754 defines it, |got - expected| must be within
 tolerance/*.npy (0: bit for bit). Prints each wrong element (or each loop with the pattern).
@@ -60,6 +65,14 @@ def tool(name):
             return str(find_tool("iree-compile"))
         except Exception:
             pass
+    if name == "iree-run-module":       # the wheel's copy, also when its venv is not activated
+        try:
+            from iree._runtime import libs
+            path = Path(libs.library_path) / name
+            if path.is_file():
+                return str(path)
+        except Exception:
+            pass
     return shutil.which(name)
 
 
@@ -100,6 +113,13 @@ def outputs_riscv_qemu(spec, work):
     if "[done]" not in text:
         raise RuntimeError("the harness did not reach [done]:\n" + text[-2000:])
     return found
+
+
+def outputs_iree_run_module(spec, work):
+    shutil.copytree(HERE / "inputs", work / "inputs")
+    run(spec["compile"], work, "iree-compile")
+    run(spec["run"]["argv"], work, "iree-run-module")
+    return {n: np.load(work / f"{n}.npy", allow_pickle=False) for n in spec["run"]["outputs"]}
 
 
 def compare(spec, outputs):
@@ -179,6 +199,22 @@ def codegen_scan(spec, work):
     return [f"{f.name}: {hit}" for f in files for hit in pattern_loops(f.read_text(), spec["scan"])]
 
 
+def compile_error(spec, work):
+    """The compiler's error line matching spec["error"], or None when the program compiles."""
+    exe = tool("iree-compile")
+    if exe is None:
+        raise RuntimeError("iree-compile not found")
+    argv = spec["compile"]
+    proc = subprocess.run([exe, *argv[1:]], cwd=work, capture_output=True, text=True, timeout=1800)
+    if proc.returncode == 0:
+        return None
+    said = proc.stderr or proc.stdout
+    found = re.search(spec["error"], said)
+    if found is None:
+        raise RuntimeError(f"iree-compile failed otherwise (exit {proc.returncode}):\n{said[-3000:]}")
+    return said[found.start():said.find("\n", found.start())]
+
+
 def main():
     spec = json.loads((HERE / "bundle.json").read_text())
     kind = spec["run"]["kind"]
@@ -196,8 +232,14 @@ def main():
                 for h in hits:
                     print(h)
                 bad = len(hits)
+            elif kind == "compile-error":
+                line = compile_error(spec, work)
+                if line:
+                    print(line)
+                bad = int(line is not None)
             else:
-                outputs = (outputs_iree_runtime if kind == "iree-runtime" else outputs_riscv_qemu)(spec, work)
+                outputs = {"iree-runtime": outputs_iree_runtime, "iree-run-module": outputs_iree_run_module,
+                           "riscv-qemu": outputs_riscv_qemu}[kind](spec, work)
                 bad = compare(spec, outputs)
         except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
             print(f"could not tell: {exc}", file=sys.stderr)
@@ -205,11 +247,12 @@ def main():
         except Exception as exc:        # iree.runtime's own errors
             print(f"could not tell: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
+    what = {"codegen-scan": ("wrong loop(s)", "no dispatch loop has the pattern"),
+            "compile-error": ("compile error(s)", "the program compiles")}.get(kind, ("wrong element(s)", "no wrong element"))
     if bad:
-        print(f"BUG PRESENT: {bad} wrong {'loop(s)' if kind == 'codegen-scan' else 'element(s)'}: {spec['title']}")
+        print(f"BUG PRESENT: {bad} {what[0]}: {spec['title']}")
         return 1
-    print("no dispatch loop has the pattern" if kind == "codegen-scan" else "no wrong element",
-          ": the bug is not present in this toolchain", sep="")
+    print(what[1], ": the bug is not present in this toolchain", sep="")
     return 0
 
 

@@ -101,7 +101,8 @@ _Static_assert(sizeof(accel_workgroup_state_t) == 32, "workgroup state layout (6
 _Static_assert(sizeof(accel_dispatch_attrs_t) == 64, "dispatch attrs layout");
 _Static_assert(sizeof(accel_env_t) == 96, "environment layout (64-bit)");
 
-/* What build.py generates for a case (case_data.c). */
+/* What build.py generates for a case (case_data.c; with ACCEL_CASE_FROM_FILE only the queries are
+ * linked in, the rest is read from the case file: harness.c, read_case). */
 typedef struct { uint32_t buffer; uint64_t offset; uint64_t length; } accel_binding_t;
 typedef struct {
   const char* export_name;

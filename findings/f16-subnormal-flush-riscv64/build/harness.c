@@ -1,7 +1,7 @@
 /* Runs a compiled IREE program without the IREE runtime: calls every workgroup of every
  * dispatch of the static executable library in the order the host program records them, on
  * buffers laid out as the host program binds them (tables generated per case by build.py into
- * case_data.c), and prints what it does.
+ * case_data.c, or read from a case file), and prints what it does.
  *
  * stdout protocol (read by hardware/backends/qemu_rvv/protocol.py and the FireSim backend):
  *   Bench iter <i>/<n>                      when iteration i (1-based) begins
@@ -10,7 +10,10 @@
  *   [out] name=<n> dtype=<t> shape=<d0>x<d1>... hex=<little-endian bytes, lowercase hex>
  *   [done]
  * Without ACCEL_UART_OUTPUTS the [out] lines are replaced by one file per output,
- * <argv[1]>/<name>.bin (raw little-endian bytes). Errors: "[err] <what>" and exit code 2
+ * <argv[1]>/<name>.bin (raw little-endian bytes). With ACCEL_CASE_FROM_FILE nothing of the case
+ * is linked in: its tables and inputs are read from the case file named by the last argument
+ * (read_case below; written by build.write_case), so one executable serves every program of a
+ * static library and every case of each. Errors: "[err] <what>" and exit code 2
  * (setup) or 3 (a dispatch returned non-zero). stdout is flushed after every line so a hang
  * leaves the last [dn] visible. */
 #include <stdint.h>
@@ -65,23 +68,165 @@ static int find_export(const accel_library_t* lib, const char* name) {
   return -1;
 }
 
+/* What one run does: the tables of case_data.c, or of the case file. */
+typedef struct {
+  const accel_buffer_t* buffers;
+  uint32_t buffer_count;
+  const accel_dispatch_t* dispatches;
+  uint32_t dispatch_count;
+  const accel_output_t* outputs;
+  uint32_t output_count;
+  uint32_t iterations;
+} accel_case_t;
+
+#ifdef ACCEL_CASE_FROM_FILE
+/* The case file: whitespace-separated words, then the inputs' bytes.
+ *   accel-case 1
+ *   iterations <n>
+ *   buffers <count>     then per buffer:   <size> <bytes of it in the file (0: zeros)>
+ *   dispatches <count>  then per dispatch: <export> <library> <wg x> <wg y> <wg z>
+ *                                          <constant count> <constant>... <binding count> (<buffer> <offset> <length>)...
+ *   outputs <count>     then per output:   <name> <dtype> <shape> <buffer> <offset> <length>
+ *   end
+ * One newline after "end", then each buffer's bytes in buffer order. */
+static FILE* case_file;
+static const char* case_path;
+
+static void bad_case(const char* what) {
+  char msg[256];
+  snprintf(msg, sizeof(msg), "the case file is malformed (%s)", what);
+  fail(2, msg, case_path);
+}
+
+static char* word(const char* what) {
+  char w[1024];
+  if (fscanf(case_file, "%1023s", w) != 1) bad_case(what);
+  char* out = strdup(w);
+  if (!out) fail(2, "out of memory", NULL);
+  return out;
+}
+
+static void keyword(const char* want) {
+  char* got = word(want);
+  if (strcmp(got, want) != 0) bad_case(want);
+  free(got);
+}
+
+static uint64_t number(const char* what) {
+  unsigned long long v;
+  if (fscanf(case_file, "%llu", &v) != 1) bad_case(what);
+  return (uint64_t)v;
+}
+
+/* The buffer a binding or an output names ("binding", "output"), checked against the buffers. */
+static uint32_t buffer_index(const char* of, uint32_t buffer_count) {
+  char what[64];
+  snprintf(what, sizeof(what), "%s buffer", of);
+  uint64_t b = number(what);
+  if (b >= buffer_count) {
+    snprintf(what, sizeof(what), "%s of a buffer that does not exist", of);
+    bad_case(what);
+  }
+  return (uint32_t)b;
+}
+
+static void* table(uint64_t count, size_t size) {
+  void* p = calloc(count ? count : 1, size);
+  if (!p) fail(2, "out of memory", NULL);
+  return p;
+}
+
+static accel_case_t read_case(void) {
+  accel_case_t c;
+  keyword("accel-case");
+  if (number("version") != 1) bad_case("version");
+  keyword("iterations");
+  c.iterations = (uint32_t)number("iterations");
+  keyword("buffers");
+  c.buffer_count = (uint32_t)number("buffer count");
+  accel_buffer_t* buffers = table(c.buffer_count, sizeof(*buffers));
+  for (uint32_t b = 0; b < c.buffer_count; ++b) {
+    buffers[b].size = number("buffer size");
+    buffers[b].init_size = number("buffer input size");
+    if (buffers[b].init_size > buffers[b].size) bad_case("input larger than its buffer");
+  }
+  keyword("dispatches");
+  c.dispatch_count = (uint32_t)number("dispatch count");
+  accel_dispatch_t* dispatches = table(c.dispatch_count, sizeof(*dispatches));
+  for (uint32_t d = 0; d < c.dispatch_count; ++d) {
+    accel_dispatch_t* dd = &dispatches[d];
+    dd->export_name = word("export name");
+    dd->library = (uint32_t)number("library");
+    for (int k = 0; k < 3; ++k) dd->wg[k] = (uint32_t)number("workgroup count");
+    dd->constant_count = (uint32_t)number("constant count");
+    uint32_t* constants = table(dd->constant_count, sizeof(uint32_t));
+    for (uint32_t k = 0; k < dd->constant_count; ++k) constants[k] = (uint32_t)number("constant");
+    dd->constants = constants;
+    dd->binding_count = (uint32_t)number("binding count");
+    accel_binding_t* bindings = table(dd->binding_count, sizeof(*bindings));
+    for (uint32_t k = 0; k < dd->binding_count; ++k) {
+      bindings[k].buffer = buffer_index("binding", c.buffer_count);
+      bindings[k].offset = number("binding offset");
+      bindings[k].length = number("binding length");
+    }
+    dd->bindings = bindings;
+  }
+  keyword("outputs");
+  c.output_count = (uint32_t)number("output count");
+  accel_output_t* outputs = table(c.output_count, sizeof(*outputs));
+  for (uint32_t o = 0; o < c.output_count; ++o) {
+    outputs[o].name = word("output name");
+    outputs[o].dtype = word("output dtype");
+    outputs[o].shape = word("output shape");
+    if (strcmp(outputs[o].shape, "-") == 0) outputs[o].shape = ""; /* a scalar */
+    outputs[o].buffer = buffer_index("output", c.buffer_count);
+    outputs[o].offset = number("output offset");
+    outputs[o].length = number("output length");
+  }
+  keyword("end");
+  if (fgetc(case_file) != '\n') bad_case("no newline after end");
+  c.buffers = buffers;
+  c.dispatches = dispatches;
+  c.outputs = outputs;
+  return c;
+}
+#endif
+
 int main(int argc, char** argv) {
   static accel_env_t env; /* no constants, no imports, processor data all zero */
   const accel_library_t* libs[8];
   if (ACCEL_QUERY_COUNT > 8) fail(2, "too many libraries", NULL);
   for (uint32_t i = 0; i < ACCEL_QUERY_COUNT; ++i) libs[i] = load_library(i, &env);
 
-  uint8_t** buffers = calloc(ACCEL_BUFFER_COUNT ? ACCEL_BUFFER_COUNT : 1, sizeof(uint8_t*));
-  for (uint32_t b = 0; b < ACCEL_BUFFER_COUNT; ++b) {
-    buffers[b] = alloc64(ACCEL_BUFFERS[b].size);
-    if (ACCEL_BUFFERS[b].init) memcpy(buffers[b], ACCEL_BUFFERS[b].init, ACCEL_BUFFERS[b].init_size);
+#ifdef ACCEL_CASE_FROM_FILE
+  case_path = argc > 1 ? argv[argc - 1] : "(no case file given)";
+  case_file = argc > 1 ? fopen(case_path, "rb") : NULL;
+  if (!case_file) fail(2, "cannot open the case file", case_path);
+  const accel_case_t c = read_case();
+#else
+  const accel_case_t c = {ACCEL_BUFFERS, ACCEL_BUFFER_COUNT, ACCEL_DISPATCHES, ACCEL_DISPATCH_COUNT,
+                          ACCEL_OUTPUTS, ACCEL_OUTPUT_COUNT, ACCEL_ITERATIONS};
+#endif
+  uint8_t** buffers = calloc(c.buffer_count ? c.buffer_count : 1, sizeof(uint8_t*));
+  for (uint32_t b = 0; b < c.buffer_count; ++b) {
+    buffers[b] = alloc64(c.buffers[b].size);
+    if (c.buffers[b].init) memcpy(buffers[b], c.buffers[b].init, c.buffers[b].init_size);
+#ifdef ACCEL_CASE_FROM_FILE
+    else if (c.buffers[b].init_size &&
+             fread(buffers[b], 1, c.buffers[b].init_size, case_file) != c.buffers[b].init_size)
+      fail(2, "the case file is shorter than the inputs", case_path);
+#endif
   }
+#ifdef ACCEL_CASE_FROM_FILE
+  fclose(case_file);
+#endif
 
-  for (uint32_t it = 1; it <= ACCEL_ITERATIONS; ++it) {
-    printf("Bench iter %u/%u\n", it, ACCEL_ITERATIONS);
+  for (uint32_t it = 1; it <= c.iterations; ++it) {
+    printf("Bench iter %u/%u\n", it, c.iterations);
     fflush(stdout);
-    for (uint32_t d = 0; d < ACCEL_DISPATCH_COUNT; ++d) {
-      const accel_dispatch_t* dd = &ACCEL_DISPATCHES[d];
+    for (uint32_t d = 0; d < c.dispatch_count; ++d) {
+      const accel_dispatch_t* dd = &c.dispatches[d];
+      if (dd->library >= ACCEL_QUERY_COUNT) fail(2, "dispatch of a library that does not exist", dd->export_name);
       const accel_library_t* lib = libs[dd->library];
       int ordinal = find_export(lib, dd->export_name);
       if (ordinal < 0) fail(2, "export not found in library", dd->export_name);
@@ -131,8 +276,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  for (uint32_t o = 0; o < ACCEL_OUTPUT_COUNT; ++o) {
-    const accel_output_t* out = &ACCEL_OUTPUTS[o];
+  for (uint32_t o = 0; o < c.output_count; ++o) {
+    const accel_output_t* out = &c.outputs[o];
     const uint8_t* data = buffers[out->buffer] + out->offset;
 #ifdef ACCEL_UART_OUTPUTS
     printf("[out] name=%s dtype=%s shape=%s hex=", out->name, out->dtype, out->shape);

@@ -39,6 +39,20 @@ def test_erf_goes_to_llvm_project_without_suite_words():
     assert not SUITE_WORDS.search(issue), SUITE_WORDS.search(issue)
 
 
+def test_i8_names_the_pass_and_the_rewrite_with_a_short_program():
+    b = FINDINGS / "i8-matmul-spirv-sign"
+    assert len((b / "program.mlir").read_text().splitlines()) <= 15
+    issue = (b / "ISSUE.md").read_text()
+    for words in ("For: iree-org/iree", "ConvertToSPIRVPass", "iree-convert-to-spirv", "RewriteExtOfBitCast",
+                  "llvm/llvm-project#199243", "compiler/src/iree/compiler/Codegen/SPIRV/ConvertToSPIRV.cpp:763-781",
+                  "mlir/lib/Dialect/Vector/Transforms/VectorEmulateNarrowType.cpp", "64768", "-768"):
+        assert words in issue, words
+    assert not SUITE_WORDS.search(issue), SUITE_WORDS.search(issue)
+    passes = (b / "passes.mlir").read_text()
+    assert "ConvertToSPIRVPass: iree-convert-to-spirv" in passes and "spirv.ShiftRightLogical" in passes
+    assert json.loads((b / "bundle.json").read_text())["run"]["kind"] == "iree-run-module"
+
+
 def test_exp_underflow_is_a_documented_limitation():
     readme = (FINDINGS / "README.md").read_text()
     limits = readme[readme.index("## Documented limitations"):readme.index("## Corrections")]

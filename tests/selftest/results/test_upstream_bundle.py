@@ -104,8 +104,59 @@ def test_every_finding_carries_the_current_script():
     """The bundles in findings/ are self-contained copies: a fix to the template must reach them."""
     template = Path(reproduce.__file__).read_bytes()
     bundles = [p for p in (REPO / "findings").iterdir() if (p / "bundle.json").is_file()]
-    assert len(bundles) == 4            # the softmax one withdrawn (findings/README.md corrections)
+    assert len(bundles) == 6            # the softmax one withdrawn (findings/README.md corrections); i8, bf16 Vulkan added (issue 50)
     for b in bundles:
         assert (b / "reproduce.py").read_bytes() == template, f"{b.name}: reproduce.py differs from the template"
         spec = json.loads((b / "bundle.json").read_text())
-        assert spec["compile"][0] == "iree-compile" and spec["run"]["kind"] in ("iree-runtime", "riscv-qemu", "codegen-scan")
+        assert spec["compile"][0] == "iree-compile" and spec["run"]["kind"] in ("iree-runtime", "riscv-qemu", "codegen-scan", "iree-run-module", "compile-error")
+
+
+ADD_ONE = """func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %r = arith.addf %a, %one : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+"""
+CPU_COMPILE = ["iree-compile", "program.mlir", "--iree-hal-target-device=local",
+               "--iree-hal-local-target-device-backends=llvm-cpu", "-o", "module.vmfb"]
+
+
+def _bundle(tmp_path, name, program, spec, **kw):
+    from accel_regress.results.upstream import bundle
+    return bundle.write_bundle(tmp_path / name, title=name, program_mlir=program, spec=spec, **kw)
+
+
+def test_iree_run_module_kind_copies_outputs_back_and_compares_them(tmp_path):
+    """The i8 Vulkan bundle's kind, run here on local-task: right expected values exit 0, wrong 1."""
+    _iree()
+    from accel_regress.results.upstream.bundle import Expected
+    x = np.array([0.0, -1.0, 2.5, 1e30], np.float32)
+    spec = {"compile": CPU_COMPILE,
+            "run": {"kind": "iree-run-module", "entry": "f", "inputs": ["x"], "outputs": ["y"],
+                    "argv": ["iree-run-module", "--device=local-task", "--module=module.vmfb", "--function=f",
+                             "--input=@inputs/x.npy", "--output=@y.npy"]}}
+    right = (x + np.float32(1)).astype(np.float64)
+    for name, ref, code in (("right", right, 0), ("wrong", right + 1, 1)):
+        out = _bundle(tmp_path, name, ADD_ONE, spec, inputs={"x": x},
+                      expected={"y": Expected(ref, np.zeros(4), False, "x + 1")})
+        proc = _reproduce(out)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+
+
+def test_compile_error_kind_tells_the_named_error_from_a_compile_and_from_another_error(tmp_path):
+    _iree()
+    broken = ADD_ONE.replace("arith.addf %a, %one : f32", "arith.addf %a, %one : f16")
+    cases = (("compiles", ADD_ONE, "expects different type than prior uses", 0, "the program compiles"),
+             ("named-error", broken, "expects different type than prior uses", 1, "BUG PRESENT: 1 compile error(s)"),
+             ("other-error", broken, "failed to legalize operation 'vector\\.bitcast'", 2, "failed otherwise"))
+    for name, program, error, code, said in cases:
+        out = _bundle(tmp_path, name, program, {"compile": CPU_COMPILE, "run": {"kind": "compile-error", "inputs": []},
+                                                 "error": error}, inputs={})
+        proc = _reproduce(out)
+        assert proc.returncode == code and said in proc.stdout + proc.stderr, (name, proc.stdout + proc.stderr)
