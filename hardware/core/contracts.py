@@ -5,7 +5,7 @@ lacks from one message naming its registration, never from a device FAIL per cas
 Each entry-point group has a Protocol of what the suite calls (``Required``) and one of what it
 calls when present (``Optional``): a module (or, for backends, an instance) is checked for each
 member's presence, that it is callable with the arguments the suite passes, and the type of each
-constant. The Protocols are also the documentation: the README's outside-team guide points here.
+constant. The Protocols are also the documentation: docs/reference/contracts.md is written from them.
 The core's own kinds (families, backends) are here; each kind of per-family program is declared by
 the backend that reads it (a ProgramKind: emu models in backends/emu, IREE programs in
 toolchains/iree/program.py, torch programs in backends/torch).
