@@ -2,7 +2,7 @@
 PYTHON ?= python3
 
 
-.PHONY: setup suite test typecheck wheel-check gpu
+.PHONY: setup suite test typecheck docs wheel-check gpu
 setup:
 	bash scripts/setup.sh
 
@@ -14,12 +14,19 @@ suite: setup
 test: setup
 	$(PYTHON) -m ruff check .
 	$(PYTHON) scripts/typecheck.py
+	$(MAKE) --no-print-directory docs PYTHON=$(PYTHON)
 	$(PYTHON) -m pytest tests
 
 # mypy over the package from this checkout (no install needed); fails on an error not in
 # scripts/mypy-baseline.txt. `$(PYTHON) scripts/typecheck.py --sync` after fixing some.
 typecheck:
 	$(PYTHON) scripts/typecheck.py
+
+# The manual (docs/, MyST Markdown) as HTML in docs/_build/html: warnings are errors (a link or a
+# reference that does not resolve, a page in no toctree); -E reads every page again, so a warning of
+# a page left unchanged since the last build still fails it. No network (no intersphinx).
+docs:
+	$(PYTHON) -m sphinx -W --keep-going -E -q -b html docs docs/_build/html
 
 # The outside-team path: wheel + examples/outside-operator in a scratch venv, run outside this tree.
 wheel-check: setup

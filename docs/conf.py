@@ -6,7 +6,7 @@ sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 project = "accel-regress"
 author = "The accel-regress maintainers"
-extensions = ["myst_parser"]
+extensions = ["myst_parser", "accel_reference"]   # _ext/accel_reference.py: pages from the code
 source_suffix = {".md": "markdown"}
 exclude_patterns = ["_build"]
 myst_heading_anchors = 3          # a [link](page.md#a-section-title) resolves; a wrong one is a warning
