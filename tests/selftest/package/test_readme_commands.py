@@ -6,7 +6,16 @@ Each runs from a scratch folder with the checkout's paths (tests/..., repros/...
 so what it writes (reports/) stays there; the user's caches, history and settings are swapped for
 scratch ones. The two set-up commands are checked with ``make -n`` (the targets exist and run what
 the README says): ``make test`` is what CI runs (.ci/run), and it runs this test.
+
+The install lines run in a copy of the checkout, into a scratch venv that sees this machine's
+site-packages (torch, IREE: nothing downloaded). There this checkout is installed already (set-up's
+``pip install -e .``), and pip would keep that one for the wheel of the same version, so they run
+with ``PIP_IGNORE_INSTALLED=1 PIP_NO_DEPS=1`` (pip's own settings, the command lines unchanged: the
+named packages are installed, their dependencies are the machine's); then the venv must import
+accel_regress from its own site-packages and list the team's backend. The README's pyproject line
+(a direct reference to the wheel) is installed by pip as a dependency, with its resolution.
 """
+import shutil
 import os
 import re
 import shlex
@@ -31,7 +40,15 @@ EXPECTED = {
     "pytest --hw emu tests/test_gemm_partition_n.py -k M64-K512-N256 --inject-fault iron-gemm-stale-dma":
         (1, "DON'T SHIP"),
     "python repros/gemm_partition_n.py --hw emu --fault iron-gemm-stale-dma": (1, "C_1"),
+    # Install lines: run by test_readme_install_lines_install.
+    "python -m pip wheel --no-deps -w dist .": (0, ""),
+    "pip install 'dist/accel_regress-0.1.0-py3-none-any.whl[iree]'": (0, ""),
+    "pip install --find-links dist -e examples/outside-operator": (0, ""),
 }
+INSTALLS = [c for c in EXPECTED if c.startswith(("pip ", "python -m pip "))]
+# What a copy of the checkout needs to build the wheel and install the example (scripts/wheel_check.sh's list).
+WHEEL_SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "hardware", "golden", "families",
+                 "examples/outside-operator")
 
 
 def readme_commands(text: str) -> list[str]:
@@ -84,11 +101,58 @@ def test_readme_commands_run_as_written(tmp_path):
     work.mkdir()
     env = _scratch_env(tmp_path)
     for command in readme_commands(readme.read_text()):
-        if command not in EXPECTED:
-            continue        # the test above names it
+        if command not in EXPECTED or command in INSTALLS:
+            continue        # the test above names it; the install lines are the next test's
         status, line = EXPECTED[command]
         argv, cwd = _argv(command)
         res = subprocess.run(argv, cwd=cwd or work, env=env, capture_output=True, text=True, timeout=900)
         out = res.stdout + res.stderr
         assert res.returncode == status, f"{command}: exit {res.returncode}, not {status}\n{out[-3000:]}"
         assert line in out, f"{command}: its output lacks {line!r}\n{out[-3000:]}"
+
+
+def test_readme_install_lines_install(tmp_path):
+    readme = REPO / "README.md"
+    if not readme.is_file():
+        pytest.skip("not a source checkout")
+    checkout = tmp_path / "checkout"
+    for name in WHEEL_SOURCES:
+        src, dst = REPO / name, checkout / name
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "reports"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    venv = tmp_path / "venv"
+    # --without-pip: the venv runs the machine's pip (the venv's bundled one is older than torch needs).
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    env = {**_scratch_env(tmp_path), "PIP_IGNORE_INSTALLED": "1", "PIP_NO_DEPS": "1",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    for command in readme_commands(readme.read_text()):
+        if command not in INSTALLS:
+            continue
+        words = shlex.split(command)
+        argv = [py, *words[1:]] if words[0] == "python" else [py, "-m", *words]
+        res = subprocess.run(argv, cwd=checkout, env=env, capture_output=True, text=True, timeout=900)
+        assert res.returncode == EXPECTED[command][0], f"{command}: exit {res.returncode}\n{(res.stdout + res.stderr)[-3000:]}"
+    where = subprocess.run([py, "-c", "import accel_regress, gelu_ops; print(accel_regress.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert where.returncode == 0 and where.stdout.startswith(str(venv)), where.stdout + where.stderr
+    listing = subprocess.run([str(venv / "bin" / "accel-regress")], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "gelu-toy = gelu_ops.toy_backend:ToyBackend  [gelu-ops 0.1.0" in listing.stdout, listing.stdout[-3000:]
+
+    # An outside team's pyproject that names the wheel by a direct reference: pip installs it with
+    # its dependencies resolved (here every one is on the machine already).
+    wheel = next((checkout / "dist").glob("accel_regress-*.whl"))
+    team = tmp_path / "team"
+    (team / "src" / "team_ops").mkdir(parents=True)
+    (team / "src" / "team_ops" / "__init__.py").write_text("")
+    (team / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'[project]\nname = "team-ops"\nversion = "0.1.0"\n'
+        f'dependencies = ["accel-regress[iree] @ {wheel.as_uri()}"]\n')
+    env = {k: v for k, v in env.items() if k not in ("PIP_IGNORE_INSTALLED", "PIP_NO_DEPS")}
+    res = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation", str(team)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
