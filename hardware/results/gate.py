@@ -286,6 +286,12 @@ def _required_backends(r: _Run) -> Iterator[Line]:
         if any(_on(name, d, c) and _ran(c) for (k, d), c in r.now.items()):
             continue
         skips = [c for (k, d), c in r.now.items() if _on(name, d, c)]
+        if skips and all(c["verdict"] == verdicts.NOT_APPLICABLE for c in skips):
+            # A fact about the families (no program for this backend, say), not about this run: the
+            # session's cases leave it nothing to run, which blocks nothing (issue 48).
+            families = sorted({c.get("family") or "?" for c in skips})
+            yield False, f"backend {name} has nothing to run: not applicable to {', '.join(families)}"
+            continue
         if name in info and not info[name].get("available", True):
             why = info[name].get("reason") or "unavailable"
         elif skips:
