@@ -105,6 +105,26 @@ def test_a_backend_without_the_familys_program_is_not_applicable_and_ships(tmp_p
     assert sorted({(c["backend"], c["verdict"]) for c in cases}) == [("emu", "PASS"), ("torch-cpu", "NOT_APPLICABLE")]
 
 
+def test_a_family_written_for_the_previous_reference_contract_runs_with_one_warning(tmp_path):
+    """Issue 48: reference(inputs) became reference(case, inputs) (contract 2); a family written for
+    the previous form keeps working for the deprecation period, with one warning naming the change.
+    Failed on 60769d1: exit 4, '... does not meet its contract ...: reference(inputs) cannot be
+    called as reference(case, inputs)'."""
+    root = team_project(tmp_path)
+    assert new_family(root, "swiglu", "--backend", "emu").returncode == 0
+    golden = root / "src" / "swiglu_ops" / "swiglu" / "golden.py"
+    text = golden.read_text()
+    assert "def reference(case: Case, inputs" in text
+    golden.write_text(text.replace("def reference(case: Case, inputs", "def reference(inputs"))
+    test = root / "tests" / "test_swiglu.py"
+    test.write_text(test.read_text().replace("golden.reference(case, inputs)", "golden.reference(inputs)"))
+    env = install_metadata(root)
+    res = run_pytest(root, env, "--hw", "emu")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("reference(inputs) became reference(case, inputs) in contract 2") == 1, res.stdout
+    assert "AccelRegressDeprecationWarning" in res.stdout
+
+
 def test_it_overwrites_nothing_and_refuses_a_bad_name(tmp_path):
     root = team_project(tmp_path)
     assert new_family(root, "swiglu").returncode == 0
