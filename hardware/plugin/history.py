@@ -52,7 +52,7 @@ _HISTORY = pytest.StashKey[SessionHistory]()
 def pytest_configure(config):
     from accel_regress.results.history.store import timeout
     try:
-        location = resolve(config.getoption("accel_history"))
+        location = resolve(config.getoption("accel_history"), root=config.rootpath)
         if location is not None:
             timeout()
     except HistoryError as exc:

@@ -415,7 +415,7 @@ def main(argv=None) -> int:
                                       "previous run in the results history, and its known-flaky failures "
                                       "(a file named history: ./history)")
     p.add_argument("--history", default=None, metavar="PATH|URL",
-                   help="the history --baseline history reads (default: $ACCEL_HISTORY, else the user data folder's)")
+                   help="the history --baseline history reads (default: $ACCEL_HISTORY, else the project's own, .accel-regress/history.sqlite)")
     p.add_argument("--policy", help="release policy TOML (default: every backend the session asked for must run)")
     p.add_argument("--allow-fault", action="store_true",
                    help="gate a run with an injected fault anyway (default: such a run is refused)")
