@@ -282,12 +282,18 @@ def _timeline(seq: list) -> str:
     return f"<span class=tl>{''.join(spans)}</span>"
 
 
-def render(history: History, runs: int = 30, window: int = 20, with_faults: bool = False) -> str:
+def render(history: History, runs: int = 30, window: int = 20, with_faults: bool = False,
+           show_faults: bool = False) -> str:
+    """``with_faults``: runs with an injected fault count as evidence too (flaky, regressions);
+    ``show_faults``: they are columns of the matrix all the same (a fault session's own page shows
+    its run, issue 48), never counted."""
     flaky = Q.flaky(history, runs=window, with_faults=with_faults)
-    views = _views(history, runs, {(f.test, f.device) for f in flaky}, with_faults)
+    views = _views(history, runs, {(f.test, f.device) for f in flaky}, with_faults or show_faults)
     regs, left = Q.regressions(history, with_faults=with_faults, window=window)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    faults = "fault runs included" if with_faults else "runs with an injected fault left out"
+    faults = ("fault runs included" if with_faults else
+              "runs with an injected fault shown, left out of the flaky and regression counts" if show_faults else
+              "runs with an injected fault left out")
     known = len(views[0].known) if views else 0
     out = ["<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
            "<title>accel-regress history</title>", f"<style>{_CSS}</style></head><body>",
