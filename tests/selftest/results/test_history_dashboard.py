@@ -148,9 +148,11 @@ def test_a_fault_sessions_page_shows_its_run_and_counts_no_flake_from_it(tmp_pat
     history = History(str(tmp_path / "history.sqlite"))
     try:
         for data in _runs():
+            data["session"]["project"] = "demo-ops"
             history.ingest(data)
         page = dashboard.write(history, tmp_path / "history.html", show_faults=True).read_text()
     finally:
         history.close()
     assert "1 flaky, 1 open regression(s), 1 known bug(s), 6 run(s) shown" in page
+    assert "<h1>accel-regress history: demo-ops</h1>" in page      # whose runs these are
     assert "runs with an injected fault shown, left out of the flaky and regression counts" in page
