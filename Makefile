@@ -10,7 +10,7 @@ setup:
 suite: setup
 	$(PYTHON) -m pytest tests --ignore=tests/selftest
 
-# Everything: the suite and the harness's own selftests (what CI runs).
+# Everything: ruff, mypy, the docs, the suite and the harness's own selftests (what CI runs).
 test: setup
 	$(PYTHON) -m ruff check .
 	$(PYTHON) scripts/typecheck.py

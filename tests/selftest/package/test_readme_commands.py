@@ -4,8 +4,8 @@ entry here fails this test, and so does an entry the README no longer shows.
 
 Each runs from a scratch folder with the checkout's paths (tests/..., repros/...) made absolute,
 so what it writes (reports/) stays there; the user's caches, history and settings are swapped for
-scratch ones. The two set-up commands are checked with ``make -n`` (the targets exist and run what
-the README says): ``make test`` is what CI runs (.ci/run), and it runs this test.
+scratch ones. The make targets are checked with ``make -n`` (they exist and run what the README
+says): ``make test`` is what CI runs (.ci/run); it builds the docs and runs this test.
 
 The install lines run in a copy of the checkout, into a scratch venv that sees this machine's
 site-packages (torch, IREE: nothing downloaded). There this checkout is installed already (set-up's
@@ -34,6 +34,7 @@ CHECKOUT_FOLDERS = ("tests/", "repros/", "examples/", "benchmarks/", "scripts/")
 EXPECTED = {
     "make suite": (0, "pytest tests --ignore=tests/selftest"),
     "make test": (0, "sphinx -W"),
+    "make docs": (0, "sphinx -W --keep-going"),
     "python -m accel_regress": (0, "default --hw here:"),
     "pytest --hw emu tests/test_gemm_partition_n.py -k M64-K512-N256": (0, "20 passed"),
     "python -m accel_regress gate reports/results.json": (0, "SHIP"),
