@@ -11,7 +11,8 @@ parser reads, so its tables and code blocks are checked like the hand-written on
 - ``{accel-cli}``: ``accel-regress COMMAND --help`` of every registered command, from the parser the
   command builds (captured when it parses, so no command runs), sub-commands included.
 - ``{accel-contracts}``: every entry-point group's Protocols (core/contracts.py's ``CONTRACTS`` and the
-  ``ProgramKind``s the registered backends declare): each member, its signature, required or not.
+  ``ProgramKind``s the registered backends declare): each member, its signature, required or not;
+  the contracts' version and the previous signatures still accepted (``DEPRECATED``).
 """
 from __future__ import annotations
 
@@ -211,6 +212,11 @@ class Contracts(_Markdown):
                     if callable(fn) and not name.startswith("_"):
                         out.append(f"| {_code(_signature(fn))} | {must} |")
             out.append("")
+        out.append(f"Contract version {contracts.CONTRACT_VERSION} (`accel_regress.core.contracts.CONTRACT_VERSION`). "
+                   "Previous signatures still accepted, each with one `AccelRegressDeprecationWarning`:\n")
+        out += ["| contract | member | change | refused from |", "|---|---|---|---|"]
+        out += [f"| {old.kind} | `{old.member}` | {_cell(old.change)} | accel-regress {old.until} |"
+                for old in contracts.DEPRECATED]
         return "\n".join(out)
 
 
