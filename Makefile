@@ -2,7 +2,7 @@
 PYTHON ?= python3
 
 
-.PHONY: setup suite test test-nightly typecheck wheel-check gpu
+.PHONY: setup suite test test-nightly typecheck docs wheel-check gpu
 setup:
 	bash scripts/setup.sh
 
@@ -11,7 +11,7 @@ suite: setup
 	$(PYTHON) -m pytest tests --ignore=tests/selftest
 
 # Everything (what CI runs), tier by tier with the time of each at the end: set-up, lint and
-# types, the default run, the selftests (under xdist; the slow ones: make test-nightly), the wheel check.
+# types, the docs, the default run, the selftests (under xdist; the slow ones: make test-nightly), the wheel check.
 test:
 	$(PYTHON) scripts/test_tiers.py
 
@@ -23,6 +23,12 @@ test-nightly:
 # scripts/mypy-baseline.txt. `$(PYTHON) scripts/typecheck.py --sync` after fixing some.
 typecheck:
 	$(PYTHON) scripts/typecheck.py
+
+# The manual (docs/, MyST Markdown) as HTML in docs/_build/html: warnings are errors (a link or a
+# reference that does not resolve, a page in no toctree); -E reads every page again, so a warning of
+# a page left unchanged since the last build still fails it. No network (no intersphinx).
+docs:
+	$(PYTHON) -m sphinx -W --keep-going -E -q -b html docs docs/_build/html
 
 # The outside-team path: wheel + examples/outside-operator in a scratch venv, run outside this tree.
 wheel-check: setup

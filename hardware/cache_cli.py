@@ -3,7 +3,7 @@
 
 All of them live under one root (``$ACCEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/accel-regress``,
 else ``~/.cache/accel-regress``: hardware/util/derived_cache.py), so a CI job keeps them between
-jobs by restoring that one folder (README, "Keeping the caches between CI jobs"). A cache's own
+jobs by restoring that one folder (docs/howto/ci-caches.md). A cache's own
 variable (``$ACCEL_IREE_CACHE``, ``$ACCEL_GOLDEN_CACHE`` ...) still moves that one cache alone.
 
 ``portable`` says whether a restored copy from another machine or clone is used as it is: build
@@ -31,7 +31,7 @@ class CacheSpec:
     name: str
     env: str                       # the variable that moves this cache alone
     what: str
-    portable: str                  # "yes", "verified" or "no", with why in README
+    portable: str                  # "yes", "verified" or "no", with why in docs/howto/ci-caches.md
     where: Callable[[], Path]
 
 

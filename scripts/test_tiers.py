@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """`make test`: every tier of the project's own check, in order, each timed, with a table at the end.
 
-Tiers: set-up (scripts/setup.sh), lint and types (ruff, scripts/typecheck.py), the default run
-(the suite on the embedded default backends, as `make suite`), the selftests (hermetic, so under
-pytest-xdist: -n from $ACCEL_TEST_WORKERS, default 2; the `slow` ones only with --slow, as the
-nightly job runs them), and the wheel check (scripts/wheel_check.sh). A tier that fails does not
+Tiers: set-up (scripts/setup.sh), lint and types (ruff, scripts/typecheck.py), the docs (`make
+docs`: sphinx-build -W), the default run (the suite on the embedded default backends, as `make
+suite`), the selftests (hermetic, so under pytest-xdist: -n from $ACCEL_TEST_WORKERS, default 2;
+the `slow` ones only with --slow, as the nightly job runs them), and the wheel check (scripts/wheel_check.sh). A tier that fails does not
 stop the later ones (CI's log then shows every failure of the run, not the first); the exit status
 is that of the first tier that failed. The last line counts the tests of both pytest tiers, as
 pytest words it.
@@ -36,6 +36,7 @@ def tiers(slow: bool) -> list[tuple[str, list[list[str]], str | None]]:
     return [
         ("set-up", [["bash", "scripts/setup.sh"]], None),
         ("lint and types", [[PY, "-m", "ruff", "check", "."], [PY, "scripts/typecheck.py"]], None),
+        ("docs", [["make", "--no-print-directory", "docs", f"PYTHON={PY}"]], None),
         ("default run", [[PY, "-m", "pytest", "tests", "--ignore=tests/selftest"]], str(REPO / "reports" / "junit.xml")),
         ("selftests", [selftest], str(JUNIT / "selftests.xml")),
         ("wheel check", [["bash", "scripts/wheel_check.sh"]], None),

@@ -5,7 +5,7 @@ lacks from one message naming its registration, never from a device FAIL per cas
 Each entry-point group has a Protocol of what the suite calls (``Required``) and one of what it
 calls when present (``Optional``): a module (or, for backends, an instance) is checked for each
 member's presence, that it is callable with the arguments the suite passes, and the type of each
-constant. The Protocols are also the documentation: the README's outside-team guide points here.
+constant. The Protocols are also the documentation: docs/reference/contracts.md is written from them.
 The core's own kinds (families, backends) are here; each kind of per-family program is declared by
 the backend that reads it (a ProgramKind: emu models in backends/emu, IREE programs in
 toolchains/iree/program.py, torch programs in backends/torch).
@@ -16,6 +16,7 @@ apply; ``ref``: the family's reference outputs by name). Every family declares i
 included: a family whose outputs must match bit for bit returns golden.tolerance.exact_model.
 """
 import inspect
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, get_type_hints
@@ -94,6 +95,52 @@ class Backend(Protocol):
 
 class BackendOptional(Protocol):
     program_kinds: tuple               # the ProgramKinds it reads (accel_regress.core.backend.Backend: none)
+
+
+# The contracts' version: raised when a member's signature changes (and the change is listed in
+# DEPRECATED and CHANGELOG.md). 1: reference(inputs); 2: reference(case, inputs) (issue 40).
+CONTRACT_VERSION = 2
+
+
+class AccelRegressDeprecationWarning(DeprecationWarning):
+    """A registered module keeps working under a contract's previous signature, for a while."""
+
+
+@dataclass(frozen=True)
+class Deprecated:
+    """A member's previous signature, accepted with one warning until accel-regress ``until``, then
+    an error saying what to change."""
+    kind: str          # the contract's kind ("family")
+    member: str        # "reference"
+    old_arity: int     # how many arguments the previous signature took
+    change: str        # what changed and what to do, in words
+    until: str         # the first accel-regress version that refuses it
+
+
+DEPRECATED = (
+    Deprecated("family", "reference", 1, "reference(inputs) became reference(case, inputs) in contract 2 "
+               "(accel-regress 0.1.0): add the case as its first parameter", until="0.3.0"),
+)
+_warned: set = set()
+
+
+def _deprecated(kind, name: str, value: Callable, where: str) -> Optional[str]:
+    """For a member that fails its signature: None if it has a deprecated signature still accepted
+    (warned once per module and member), else the problem to report; "" when nothing applies."""
+    from packaging.version import Version
+
+    import accel_regress
+    for old in DEPRECATED:
+        if old.kind != kind or old.member != name or _callable_with(value, old.old_arity) is not None:
+            continue
+        if accel_regress.__version__ != "0+unknown" and Version(accel_regress.__version__) >= Version(old.until):
+            return f"{name} has the signature accel-regress {old.until} no longer accepts: {old.change}"
+        if (where, name) not in _warned:
+            _warned.add((where, name))
+            warnings.warn(f"{where}: {old.change}; the previous form works until accel-regress {old.until}",
+                          AccelRegressDeprecationWarning, stacklevel=2)
+        return None
+    return ""
 
 
 # The core's own kinds -> (what must be there, what is checked when there); the plugin and command
@@ -209,7 +256,9 @@ def problems(kind, obj: Any) -> list[str]:
                 continue
             wrong = _callable_with(value, _arity(fn))
             if wrong:
-                out.append(f"{wrong} cannot be called as {_signature(fn)}")
+                old = _deprecated(kind, name, value, getattr(obj, "__name__", type(obj).__name__))
+                if old is not None:
+                    out.append(old or f"{wrong} cannot be called as {_signature(fn)}")
     return out
 
 

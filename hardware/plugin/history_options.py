@@ -6,8 +6,9 @@ from accel_regress.plugin import spelling
 
 def pytest_addoption(parser):
     spelling.add(parser, "history", default=None, metavar="PATH|URL|none",
-                 help="results history this run is stored in: a SQLite file, a postgresql:// URL, or none "
-                      "(default: $ACCEL_HISTORY, else the user data folder's accel-regress/history.sqlite)")
+                 help="results history this run is stored in: a SQLite file, a postgresql:// URL, user (this "
+                      "user's one history, in the user data folder) or none (default: $ACCEL_HISTORY, else the "
+                      "project's own, .accel-regress/history.sqlite in the rootdir)")
     spelling.add(parser, "history_revision", default=None, metavar="REV",
                  help="revision of the code under test, stored with the run (default: $GITHUB_SHA, "
                       "$CI_COMMIT_SHA, $BUILDKITE_COMMIT or $GIT_COMMIT)")

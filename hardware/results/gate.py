@@ -286,6 +286,12 @@ def _required_backends(r: _Run) -> Iterator[Line]:
         if any(_on(name, d, c) and _ran(c) for (k, d), c in r.now.items()):
             continue
         skips = [c for (k, d), c in r.now.items() if _on(name, d, c)]
+        if skips and all(c["verdict"] == verdicts.NOT_APPLICABLE for c in skips):
+            # A fact about the families (no program for this backend, say), not about this run: the
+            # session's cases leave it nothing to run, which blocks nothing (issue 48).
+            families = sorted({c.get("family") or "?" for c in skips})
+            yield False, f"backend {name} has nothing to run: not applicable to {', '.join(families)}"
+            continue
         if name in info and not info[name].get("available", True):
             why = info[name].get("reason") or "unavailable"
         elif skips:
@@ -409,7 +415,7 @@ def main(argv=None) -> int:
                                       "previous run in the results history, and its known-flaky failures "
                                       "(a file named history: ./history)")
     p.add_argument("--history", default=None, metavar="PATH|URL",
-                   help="the history --baseline history reads (default: $ACCEL_HISTORY, else the user data folder's)")
+                   help="the history --baseline history reads (default: $ACCEL_HISTORY, else the project's own, .accel-regress/history.sqlite)")
     p.add_argument("--policy", help="release policy TOML (default: every backend the session asked for must run)")
     p.add_argument("--allow-fault", action="store_true",
                    help="gate a run with an injected fault anyway (default: such a run is refused)")

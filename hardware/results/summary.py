@@ -19,7 +19,7 @@ _FLAG_OPTIONS = ("--ignore-expectations", "--run-known-hangs")
 # Markers that keep a case out of a run unless -m names them (accel_regress/plugin/options.py).
 _OPT_IN_MARKERS = ("large", "input_classes")
 # Environment a case may read: the suite's own ACCEL_* and the toolchains' variables the backends
-# take (README). Not the per-worker device ids, nor ACCEL_HW (the line says --hw), nor the results
+# take (docs/howto/npu.md, docs/howto/ascend.md, docs/howto/firesim.md). Not the per-worker device ids, nor ACCEL_HW (the line says --hw), nor the results
 # history (where a run is stored, not what it computes).
 _ENV_PREFIXES = ("ACCEL_", "PYPTO_", "PTOAS_", "ASCEND_", "A2A3_", "XRT_")
 _ENV_NAMES = ("PEANO_INSTALL_DIR", "MLIR_AIE_INSTALL_DIR")

@@ -2,9 +2,10 @@
 operator team's first family, written into its own package, green as generated.
 
 It writes ``DIR/NAME/`` (golden module with its error model and an explanation of each part, emu
-model with one fault, IREE program), ``tests/test_NAME.py``, and the entry-point lines: added to
+model with one fault, and by default every program the default backends read: the IREE program
+and the torch program), ``tests/test_NAME.py``, and the entry-point lines: added to
 the project's pyproject.toml (tomlkit keeps its comments) and printed. Nothing is overwritten.
-The operator is a placeholder (y = x * w + b in f32) that passes on emu and iree-cpu and fails
+The operator is a placeholder (y = x * w + b in f32) that passes on every default backend and fails
 under its fault; the team replaces the arithmetic (tests/selftest/package/test_new_family.py checks all
 three as generated).
 """
@@ -21,7 +22,11 @@ from typing import Optional
 from accel_regress.scaffold import templates
 
 GROUPS = {"family": ("accel_regress.families", "golden"), "emu": ("accel_regress.emu_models", "emu"),
-          "iree": ("accel_regress.iree_programs", "iree_program")}
+          "iree": ("accel_regress.iree_programs", "iree_program"),
+          "torch": ("accel_regress.torch_programs", "torch_program")}
+# The program kinds the default run's backends read (emu, IREE's, torch-cpu): plain `pytest` runs
+# every one of them, so a family written for fewer would be NOT_APPLICABLE on the rest.
+DEFAULT_BACKENDS = "emu,iree-cpu,torch-cpu"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -55,8 +60,8 @@ def _module_name(package: Path) -> str:
     return ".".join(parts)
 
 
-def entry_points(op: str, module: str, iree: bool) -> dict[str, dict[str, str]]:
-    kinds = ["family", "emu"] + (["iree"] if iree else [])
+def entry_points(op: str, module: str, iree: bool, torch: bool = False) -> dict[str, dict[str, str]]:
+    kinds = ["family", "emu"] + (["iree"] if iree else []) + (["torch"] if torch else [])
     return {GROUPS[k][0]: {op: f"{module}.{op}.{GROUPS[k][1]}"} for k in kinds}
 
 
@@ -92,6 +97,7 @@ def scaffold(op: str, package: Path, tests: Path, backends: list[str], pyproject
         raise ScaffoldError(f"{op!r}: a family id is a Python identifier in lower case (it names a module folder)")
     module = _module_name(package)
     iree = any(b.startswith("iree") or b == "qemu-rvv" for b in backends)
+    torch = any(b.startswith("torch") for b in backends)
     fault = f"{op.replace('_', '-')}-drops-bias"
     fill = {"op": op, "package": f"{module}.{op}", "fault": fault}
     family = package / op
@@ -99,10 +105,12 @@ def scaffold(op: str, package: Path, tests: Path, backends: list[str], pyproject
              family / "emu.py": templates.EMU, tests / f"test_{op}.py": templates.TEST}
     if iree:
         files[family / "iree_program.py"] = templates.IREE_PROGRAM
+    if torch:
+        files[family / "torch_program.py"] = templates.TORCH_PROGRAM
     there = [str(p) for p in files if p.exists()]
     if there:
         raise ScaffoldError(f"not overwriting {', '.join(there)}")
-    eps = entry_points(op, module, iree)
+    eps = entry_points(op, module, iree, torch)
     registered = _register(pyproject, eps) if pyproject is not None and pyproject.is_file() else None
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,8 +129,9 @@ def main(argv=None) -> int:
     p.add_argument("name", help="the family id (a lower-case Python identifier, e.g. swiglu)")
     p.add_argument("--package", help="the package folder it goes into (default: the only package under ./src)")
     p.add_argument("--tests", default="tests", help="where its test file goes (default: tests)")
-    p.add_argument("--backend", default="emu,iree-cpu",
-                   help="the backends it is written for (default emu,iree-cpu; an IREE backend adds the IREE program)")
+    p.add_argument("--backend", default=DEFAULT_BACKENDS,
+                   help=f"the backends it is written for (default {DEFAULT_BACKENDS}: the program kinds the default "
+                        "run reads; an IREE backend adds the IREE program, a torch one the torch program)")
     p.add_argument("--no-pyproject", action="store_true", help="print the entry points; leave pyproject.toml alone")
     args = p.parse_args(argv)
     root = Path.cwd()

@@ -142,6 +142,23 @@ func.func @main(%x: {{t}}, %w: {{t}}, %b: {{t}}) -> {{t}} {{{{
     return Program(mlir=mlir, entry="main", inputs=("x", "w", "b"), outputs=("y",))
 '''
 
+TORCH_PROGRAM = '''"""{op} as torch ops, for accel-regress's torch devices (torch-cpu in the default run; torch-cuda,
+torch-xpu, torch-mps, torch-npu where their device is): the device's arithmetic as a torch user
+writes it.
+
+Replace the body with your operator (accel_regress.backends.torch_device.TorchProgram:
+``run(case, inputs, device)`` gets the inputs as torch tensors already on ``device``, in the dtypes
+make_inputs gives them, and returns torch tensors by output name). Torch is imported here, in the
+isolated worker, never at import: the pytest process does not load torch.
+"""
+from __future__ import annotations
+
+
+def run(case, inputs, device):
+    x, w, b = inputs["x"], inputs["w"], inputs["b"]
+    return {{"y": x * w + b}}           # two torch ops: an f32 multiply and an f32 add, each rounded
+'''
+
 TEST = '''"""{op} on every selected backend (``--hw``), against the float64 reference within the error model
 (written by `accel-regress new-family`; the cases and checks are yours to extend)."""
 import pytest

@@ -1,7 +1,7 @@
 """The results history: every run remembered, a new failure told from a flake and a known bug.
 
 One interface, two back ends through SQLAlchemy Core (schema versions by Alembic): a SQLite file
-(the default, in the user data folder) and a PostgreSQL server for a fleet of runners.
+(the default, the project's own: .accel-regress/history.sqlite beside it; `--history user` for the user's one) and a PostgreSQL server for a fleet of runners.
 
 - ``location``    where the history is (``--history``, ``$ACCEL_HISTORY``, the default file); HistoryError
 - ``schema``      the tables; ``migrations/`` the Alembic revisions that make them

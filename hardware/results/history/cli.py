@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from accel_regress.results.history.location import HistoryError, default_location, resolve
+from accel_regress.results.history.location import HistoryError, resolve
 
 PROG = "accel-regress history"
 
@@ -50,7 +50,8 @@ def _days(text: str) -> float:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--history", default=None, metavar="PATH|URL",
-                   help=f"SQLite file or postgresql:// URL (default: $ACCEL_HISTORY, else {default_location()})")
+                   help="SQLite file, postgresql:// URL or user (default: $ACCEL_HISTORY, else the project's "
+                        "own: .accel-regress/history.sqlite in the nearest folder up with a pyproject.toml)")
     p.add_argument("--with-faults", action="store_true",
                    help="count runs with an injected fault too (default: they are stored but left out)")
 

@@ -282,16 +282,29 @@ def _timeline(seq: list) -> str:
     return f"<span class=tl>{''.join(spans)}</span>"
 
 
-def render(history: History, runs: int = 30, window: int = 20, with_faults: bool = False) -> str:
+def _projects(views: list) -> str:
+    """The project(s) whose runs the page shows, for its heading: a history a fleet shares (or the
+    user-wide one) holds several, and the page says whose runs these are."""
+    names = sorted({v.run.project for v in views if v.run.project})
+    return f": {_e(', '.join(names))}" if names else ""
+
+
+def render(history: History, runs: int = 30, window: int = 20, with_faults: bool = False,
+           show_faults: bool = False) -> str:
+    """``with_faults``: runs with an injected fault count as evidence too (flaky, regressions);
+    ``show_faults``: they are columns of the matrix all the same (a fault session's own page shows
+    its run, issue 48), never counted."""
     flaky = Q.flaky(history, runs=window, with_faults=with_faults)
-    views = _views(history, runs, {(f.test, f.device) for f in flaky}, with_faults)
+    views = _views(history, runs, {(f.test, f.device) for f in flaky}, with_faults or show_faults)
     regs, left = Q.regressions(history, with_faults=with_faults, window=window)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    faults = "fault runs included" if with_faults else "runs with an injected fault left out"
+    faults = ("fault runs included" if with_faults else
+              "runs with an injected fault shown, left out of the flaky and regression counts" if show_faults else
+              "runs with an injected fault left out")
     known = len(views[0].known) if views else 0
     out = ["<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
            "<title>accel-regress history</title>", f"<style>{_CSS}</style></head><body>",
-           "<h1>accel-regress history</h1>",
+           f"<h1>accel-regress history{_projects(views)}</h1>",
            f"<p id=summary>{len(flaky)} flaky, {len(regs)} open regression(s), {known} known bug(s), "
            f"{len(views)} run(s) shown</p>",
            f"<p class=muted>{_e(history.where)}; {faults}; generated {now}</p>"]

@@ -56,6 +56,8 @@ def _sqlite_engine(path: Path, create: bool, timeout: float) -> Engine:
         if not create:
             raise HistoryError(f"no history at {path} (runs are recorded there at the end of each session)")
         path.parent.mkdir(parents=True, exist_ok=True)
+        from accel_regress.results.history.location import keep_out_of_version_control
+        keep_out_of_version_control(str(path))
     elif not path.is_file():
         raise HistoryError(f"{path} is not a file")
     read_only = not create and path.exists() and _read_only(path)

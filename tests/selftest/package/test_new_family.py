@@ -65,6 +65,66 @@ def test_generated_family_passes_on_emu_and_iree_cpu_and_fails_under_its_fault(t
     assert [c["verdict"] for c in cases] == ["FAIL"] * 6, [c["verdict"] for c in cases]
 
 
+def _summary(out: str) -> str:
+    return out[out.index("accel-regress summary"):]
+
+
+def test_plain_pytest_ships_as_generated(tmp_path):
+    """Issue 48: `accel-regress new-family x`, then plain `pytest` (every backend available here,
+    torch-cpu among them) says SHIP: the scaffold writes the torch program too, and every case of
+    every default backend passes. Failed on 60769d1: DON'T SHIP, 'backend torch-cpu is required by
+    default policy ... but did not run' (no torch program), while pytest exited 0."""
+    root = team_project(tmp_path)
+    made = new_family(root, "swiglu")
+    assert made.returncode == 0, made.stderr
+    assert (root / "src" / "swiglu_ops" / "swiglu" / "torch_program.py").is_file(), made.stdout
+    env = install_metadata(root)
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    summary = _summary(res.stdout)
+    assert summary.splitlines()[1].startswith("SHIP"), summary
+    cases = json.loads((root / "reports" / "results.json").read_text())["cases"]
+    verdicts = {(c["backend"], c["verdict"]) for c in cases}
+    assert ("torch-cpu", "PASS") in verdicts and {v for _, v in verdicts} == {"PASS"}, sorted(verdicts)
+
+
+def test_a_backend_without_the_familys_program_is_not_applicable_and_ships(tmp_path):
+    """A family with no program for a selected backend is NOT_APPLICABLE there, said once for the
+    family x backend, and blocks nothing. Failed on 60769d1: DON'T SHIP."""
+    root = team_project(tmp_path)
+    assert new_family(root, "swiglu", "--backend", "emu").returncode == 0
+    assert not (root / "src" / "swiglu_ops" / "swiglu" / "torch_program.py").exists()
+    env = install_metadata(root)
+    res = run_pytest(root, env, "--hw", "emu,torch-cpu")
+    assert res.returncode == 0, res.stdout + res.stderr
+    summary = _summary(res.stdout)
+    assert summary.splitlines()[1].startswith("SHIP"), summary
+    assert summary.count("not applicable (3 cases; swiglu on torch-cpu)") == 1, summary
+    cases = json.loads((root / "rep" / "results.json").read_text())["cases"]
+    assert sorted({(c["backend"], c["verdict"]) for c in cases}) == [("emu", "PASS"), ("torch-cpu", "NOT_APPLICABLE")]
+
+
+def test_a_family_written_for_the_previous_reference_contract_runs_with_one_warning(tmp_path):
+    """Issue 48: reference(inputs) became reference(case, inputs) (contract 2); a family written for
+    the previous form keeps working for the deprecation period, with one warning naming the change.
+    Failed on 60769d1: exit 4, '... does not meet its contract ...: reference(inputs) cannot be
+    called as reference(case, inputs)'."""
+    root = team_project(tmp_path)
+    assert new_family(root, "swiglu", "--backend", "emu").returncode == 0
+    golden = root / "src" / "swiglu_ops" / "swiglu" / "golden.py"
+    text = golden.read_text()
+    assert "def reference(case: Case, inputs" in text
+    golden.write_text(text.replace("def reference(case: Case, inputs", "def reference(inputs"))
+    test = root / "tests" / "test_swiglu.py"
+    test.write_text(test.read_text().replace("golden.reference(case, inputs)", "golden.reference(inputs)"))
+    env = install_metadata(root)
+    res = run_pytest(root, env, "--hw", "emu")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("reference(inputs) became reference(case, inputs) in contract 2") == 1, res.stdout
+    assert "AccelRegressDeprecationWarning" in res.stdout
+
+
 def test_it_overwrites_nothing_and_refuses_a_bad_name(tmp_path):
     root = team_project(tmp_path)
     assert new_family(root, "swiglu").returncode == 0

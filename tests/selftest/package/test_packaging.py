@@ -64,3 +64,18 @@ def test_wheel_declares_ranges_licence_and_authors(wheel):
     assert wheel.read(licence).decode().split()[:2] == ["Apache", "License"]
     pins = (REPO / "constraints.txt").read_text()
     assert "torch==2.13.0" in pins and "iree-base-compiler==3.13.0" in pins
+
+
+def test_wheel_says_what_it_is(wheel):
+    """Issue 48: a pytest plugin's classifier, PEP 561's marker, one version: the wheel's, which
+    accel_regress.__version__ reads (0+unknown only in a checkout never installed)."""
+    import email.parser
+    meta = email.parser.Parser().parsestr(next(wheel.read(n).decode() for n in wheel.namelist()
+                                               if n.endswith(".dist-info/METADATA")))
+    classifiers = meta.get_all("Classifier") or []
+    assert "Framework :: Pytest" in classifiers and "Typing :: Typed" in classifiers, classifiers
+    assert not [c for c in classifiers if c.startswith("License ::")], "PEP 639: the licence is the SPDX expression"
+    assert "accel_regress/py.typed" in wheel.namelist()
+    assert accel_regress.__version__ == meta["Version"]
+    registries = ("pypi.org", "pypi.python.org", "test.pypi.org", "files.pythonhosted.org")
+    assert not [u for u in meta.get_all("Project-URL") or [] if any(r in u for r in registries)]

@@ -224,3 +224,20 @@ def test_fault_run_is_refused_unless_allowed(tmp_path, capsys):
     merged = dict(BASELINE, session={"merged_from": [{"fault": None}, {"fault": "x.py:f"}], "hw": ["emu", "npu"]})
     assert gate.release_refusal(merged) == "fault x.py:f injected: not a release run (pass --allow-fault to use it anyway)"
     assert gate.release_refusal(merged, allow_fault=True) is None and gate.release_refusal(BASELINE) is None
+
+
+def test_a_backend_no_family_applies_to_blocks_nothing(tmp_path, capsys):
+    """Issue 48: a family with no torch program on torch-cpu (a default backend) is NOT_APPLICABLE
+    there, once per family x backend: a fact about the family, not a reason not to ship. A backend
+    with a SKIP beside its N/A cases still blocks. Failed on 60769d1: 'backend torch-cpu is required
+    by default policy ... but did not run: all 3 case(s) SKIP'."""
+    na = "torch-cpu: no torch program for operator 'swiglu'"
+    cases = [_case("test_swiglu", "emu", "PASS", family="swiglu")] + [
+        _case(f"test_swiglu{i}", "torch-cpu", "NOT_APPLICABLE", message=na, family="swiglu") for i in range(3)]
+    code = gate.main([_write(tmp_path, "now.json", _data(cases, hw=("emu", "torch-cpu")))])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "backend torch-cpu has nothing to run: not applicable to swiglu" in out
+    cases.append(_case("test_other", "torch-cpu", "SKIP", message="torch-cpu: a reason that matters", family="swiglu"))
+    assert gate.main([_write(tmp_path, "now2.json", _data(cases, hw=("emu", "torch-cpu")))]) == 1
+    assert "backend torch-cpu is required by default policy" in capsys.readouterr().out

@@ -139,3 +139,20 @@ def test_a_lone_shard_is_not_a_release_decision_on_the_page(kind, request, tmp_p
     assert "NOT A RELEASE DECISION" in latest and "shard 1/2 alone: merge the results.json of all 2 shards" in latest
     heads = re.findall(r"<th class=c [^>]*>(.*?)</th>", _between(text, "id=matrix", "</table>"))
     assert "shard 1/2" in heads[0] and heads[1].endswith("SHIP</b>"), heads
+
+
+def test_a_fault_sessions_page_shows_its_run_and_counts_no_flake_from_it(tmp_path):
+    """Issue 48: the page a fault session writes (show_faults) has the fault run as a column, but
+    its verdicts are no evidence: a, which fails only in the fault run, is not flaky. On 60769d1 a
+    fault session wrote its page with the fault runs as evidence (with_faults): '2 flaky', as above."""
+    history = History(str(tmp_path / "history.sqlite"))
+    try:
+        for data in _runs():
+            data["session"]["project"] = "demo-ops"
+            history.ingest(data)
+        page = dashboard.write(history, tmp_path / "history.html", show_faults=True).read_text()
+    finally:
+        history.close()
+    assert "1 flaky, 1 open regression(s), 1 known bug(s), 6 run(s) shown" in page
+    assert "<h1>accel-regress history: demo-ops</h1>" in page      # whose runs these are
+    assert "runs with an injected fault shown, left out of the flaky and regression counts" in page
