@@ -5,7 +5,8 @@ IREE 3.13 picks its Vulkan target by name (``--iree-vulkan-target``, default
 operations; iree-org/iree compiler/plugins/target/VulkanSPIRV/VulkanSPIRVTarget.cpp,
 ``VulkanSPIRVTargetOptions::target``) and looks the name up in a table of known GPUs
 (compiler/src/iree/compiler/Codegen/Dialect/GPU/TargetUtils/KnownTargets.cpp,
-``getVulkanTargetDetails``); lavapipe and most devices are in no table, and the baseline cannot
+``getVulkanTargetDetails``); lavapipe is there as ``llvmpipe`` (since 3.12.0rc20260530), most
+devices are not, and the baseline cannot
 hold a bf16 buffer ("failed to legalize operation 'vector.bitcast'"). The executable target the
 name would produce is an ``#iree_gpu.target`` attribute; this module writes that attribute from the
 device's own features and limits and puts it on the program's module as ``hal.device.targets``,
