@@ -90,7 +90,8 @@ class BareMetalBuilder:
         from accel_regress.backends.qemu_rvv import build, schedule
         program = program_for(case)
         compiled = build.compile_riscv(program, riscv.canonical(variant), name=f"{case.op}/{case.id}")
-        sched = schedule.parse_file(compiled.output, program.entry)
+        # The entry may be a batch (compiled ahead with other programs): the program's own function.
+        sched = schedule.parse_file(compiled.output, compiled.symbol(program.entry))
         outputs = [(name, o.dtype, "x".join(map(str, o.shape)), o.length)
                    for name, o in zip(program.outputs, sched.outputs)]
         return console.harness_chars(outputs, len(sched.dispatches))

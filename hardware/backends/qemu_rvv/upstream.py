@@ -34,7 +34,7 @@ def spec(case, program, values, versions, variant=None, vlen=None):
     if variant is None:
         variant, vlen = qemu_rvv.QemuRvvBackend()._variant_vlen(case)
     compiled = build.compile_riscv(program, variant, name=f"{case.op}/{case.id}" if case else "program")
-    sched = schedule.parse_file(compiled.output, program.entry)
+    sched = schedule.parse_file(compiled.output, compiled.symbol(program.entry))
     files = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -49,3 +49,25 @@ def test_the_default_step_cannot_print_an_output_line():
     step = console.step_size(chars, 2_000_000_000)
     assert console.MIN_STEP <= step < console.DEFAULT_STEP
     assert console.worst_cycles_per_char(step) * chars <= console.CONSOLE_SHARE * 2_000_000_000
+
+
+@pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
+def test_console_chars_reads_the_programs_own_function_when_it_was_compiled_in_a_batch(tmp_path, monkeypatch):
+    """A cold `make test` compiles the default run's riscv64 programs ahead in batches: a batch's
+    host program holds every program, the later ones renamed. The bound must be the program's
+    own (its function in the batch), not the first program's @main: on 60769d1 layernorm's bound
+    was row_sum's (674 characters for an image that prints 65,668, issue 51)."""
+    from accel_regress.backends.qemu_rvv import build
+    from accel_regress.toolchains.iree import compiler, riscv
+    from accel_regress.toolchains.iree.program import program_for
+    cases = [R.make_case(kind, R.SEED_SHAPES[kind], "novec", 256) for kind in ("row_sum", "layernorm")]
+    programs = [program_for(c) for c in cases]
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "alone"))
+    alone = BareMetalBuilder.console_chars(cases[1], "novec")
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "batched"))
+    flags = build.riscv_flags(programs[0], riscv.canonical("novec"))
+    assert flags == build.riscv_flags(programs[1], riscv.canonical("novec"))
+    assert compiler.compile_batch([p.mlir for p in programs], flags, output="host.mlir", shared_files=True) is not None
+    batched = build.compile_riscv(programs[1], riscv.canonical("novec"))
+    assert batched.cached and batched.symbol(programs[1].entry) != programs[1].entry     # renamed in the batch
+    assert BareMetalBuilder.console_chars(cases[1], "novec") == alone > 65_536
