@@ -146,8 +146,9 @@ def cache_key(mlir: str, flags: Sequence[str], tool: Optional[str] = None) -> st
     built for this one."""
     h = hashlib.sha256()
     parts = [ENTRY_FORMAT, compiler_version(tool), "\0".join(flags), mlir]
-    if host_target.uses_host(flags) and (tool or tool_path()):
-        parts.append(host_target.identity(tool or tool_path(), compiler_version(tool)))
+    resolver = tool or tool_path()
+    if host_target.uses_host(flags) and resolver:
+        parts.append(host_target.identity(resolver, compiler_version(tool)))
     for part in parts:
         h.update(part.encode())
         h.update(b"\x01")
