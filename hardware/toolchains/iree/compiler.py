@@ -11,12 +11,17 @@ its copy).
 Flags may name files inside the output folder with the placeholder ``{out}``
 (``--iree-llvmcpu-static-library-output-path={out}/lib.o``); it is replaced by the real folder.
 
-Every entry carries ``index.json`` (schema hardware/util/schemas/iree-cache-entry.schema.json): the
-key, the output's name and the size and sha256 of every file, written inside the temporary folder
-before the rename. A hit is trusted only once its index validates and every file matches it
-(checked once per process and entry); an entry that does not (truncated, corrupted, from an
-older suite without an index, a file name that leaves the folder) is moved aside, removed and
-rebuilt, with a note on stderr and in ``Compiled.note``.
+Every entry carries ``index.json`` (schema hardware/util/schemas/build-cache-entry.schema.json): the
+key, the output's name and the size and sha256 of every file, signed with the golden store's key
+(kept outside the root: hardware/util/build_seal.py), written inside the temporary folder before
+the rename. A module is code the suite runs and a checksum anyone can recompute, so a hit is
+trusted only once its index validates, its signature is this machine's and every file matches
+it (checked once per process and entry, again when a file's inode or ctime changes); an entry that does not (truncated,
+corrupted, forged with its checksums recomputed, a file name that leaves the folder) is moved
+aside, removed and rebuilt, with a note on stderr and in ``Compiled.note``; one signed with
+another key or none (a restored root, an older suite) is rebuilt with one note per process.
+Without a usable signing key nothing in the root is read: modules are built for the session in
+``scratch()``.
 
 Whoever builds an entry holds its claim (an ``flock`` on ``.claim-<key>``, released by the
 kernel when the holder dies): a second process or thread that needs the same entry waits for it
@@ -64,11 +69,10 @@ try:
 except ImportError:          # not POSIX: no claims, a duplicate compile at worst (the rename race)
     fcntl = None  # type: ignore[assignment]
 
-from accel_regress.util import children, schemas
+from accel_regress.util import build_seal, children
 from accel_regress.util.atomic import write_atomic
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core.errors import CompileError, Hang
-from accel_regress.util.paths import PathRefused, member_path
 
 PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
 VMFB = "module.vmfb"
@@ -195,6 +199,9 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
             raise CompileError(reason, detail={"diagnostic": reason})
     key = _key(mlir, flags, output, tool)
     final = (root or cache_root()) / key
+    if build_seal.secret() is None:       # nothing in the root can be verified: build for this session only
+        return _build(mlir, flags, None, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
+                      on_error=on_error, note="")
     found = _found(final, key, mlir, output)
     if isinstance(found, Compiled):
         return found
@@ -208,8 +215,8 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
 
 
 def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
-    """The entry (or the batch holding the program) when it is whole; else the note to give a
-    rebuilt one ("" when there was none)."""
+    """The entry (or the batch holding the program) when it is whole and signed; else the note to
+    give a rebuilt one ("" when there was none)."""
     via_batch = _batched(final.parent, key, mlir, output)
     if via_batch is not None:
         return via_batch
@@ -218,16 +225,33 @@ def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
     problem = entry_problem(final, key, output)
     if problem is None:
         return Compiled(final, True, 0.0, (), output)
-    note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
     _discard(final)
+    if isinstance(problem, build_seal.Unsigned):
+        build_seal.note_once(f"IREE compile cache {final.parent}: entries not signed with this machine's key "
+                             "(a root restored from another machine or written by an older suite) are rebuilt, "
+                             "never run")
+        return f"IREE compile cache: entry {final} is not this machine's ({problem}); rebuilt it"
+    note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
     print(f"accel-regress: {note}", file=sys.stderr)
     return note
 
 
-def _build(mlir: str, flags: Sequence[str], final: Path, key: str, *, timeout_s: float, name: str, output: str,
-           tool: Optional[str], on_error: Callable[..., CompileError], note: str) -> Compiled:
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
+@lru_cache(maxsize=1)
+def scratch() -> Path:
+    """This process's folder for builds the cache root cannot keep (removed at exit)."""
+    import atexit
+    folder = Path(tempfile.mkdtemp(prefix="accel-regress-builds-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _build(mlir: str, flags: Sequence[str], final: Optional[Path], key: str, *, timeout_s: float, name: str,
+           output: str, tool: Optional[str], on_error: Callable[..., CompileError], note: str) -> Compiled:
+    """Compile into a temporary folder, then sign it and rename it to ``final``; with ``final``
+    None (nothing could vouch for it later) it stays in ``scratch()``, this session's alone."""
+    if final is not None:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent if final is not None else scratch()))
     try:
         src = tmp / "program.mlir"
         src.write_text(mlir)
@@ -251,7 +275,8 @@ def _build(mlir: str, flags: Sequence[str], final: Path, key: str, *, timeout_s:
                 error.detail.setdefault(field_name, value)
             raise error
         (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
-        _write_index(tmp, key, output)
+        if final is None or not build_seal.write_index(tmp, key, output):
+            return Compiled(tmp, False, seconds, tuple(argv), output, note)
         try:
             os.rename(tmp, final)
         except OSError:          # another worker finished the same entry first: use theirs
@@ -314,7 +339,7 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
     programs are batched only when the caller says that is what it wants (``shared_files``: the
     steps of one plan, which run together). A failing batch raises as ``compile_cached`` does; the
     caller may then compile one by one to name the program at fault."""
-    if (any("{out}" in f for f in flags) and not shared_files) or availability():
+    if (any("{out}" in f for f in flags) and not shared_files) or availability() or build_seal.secret() is None:
         return None
     root = cache_root()
     with contextlib.ExitStack() as held:
@@ -332,7 +357,8 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
         batch = compile_cached(text, flags, timeout_s=timeout_s, name=f"{name} ({len(todo)} programs)", output=output)
         for program, (symbols, aliases) in zip(todo, renames):
             doc = {"format": 1, "batch": batch.dir.name, "output": output, "symbols": symbols, "aliases": aliases}
-            write_atomic(root / BATCHED / f"{_key(program, flags, output, None)}.json", json.dumps(doc) + "\n")
+            if batch.dir.parent == root:
+                write_atomic(root / BATCHED / f"{_key(program, flags, output, None)}.json", json.dumps(doc) + "\n")
         return batch
 
 
@@ -413,48 +439,14 @@ def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]
     return Compiled(folder, True, 0.0, (), output, symbols=tuple(sorted(symbols.items())))
 
 
-INDEX = "index.json"
-_verified: set[tuple] = set()      # (entry, index mtime) already checked in this process
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _write_index(folder: Path, key: str, output: str) -> None:
-    files = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
-             for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
-    write_atomic(folder / INDEX, json.dumps({"key": key, "output": output, "files": files}, indent=1) + "\n")
+INDEX = build_seal.INDEX
+_verified = build_seal._verified     # entries already checked in this process
 
 
 def entry_problem(folder: Path, key: str, output: str) -> Optional[str]:
-    """None when the entry's index validates and every file it lists matches; else what is wrong."""
-    index = folder / INDEX
-    try:
-        stamp = (str(folder), index.stat().st_mtime_ns)
-    except OSError:
-        return "no index.json (an unfinished entry or one from an older suite)"
-    if stamp in _verified:
-        return None
-    try:
-        doc = schemas.load_json(index, "iree-cache-entry")
-    except schemas.InputError as exc:
-        return str(exc)
-    if doc["key"] != key or doc["output"] != output or output not in doc["files"]:
-        return f"index.json describes another entry (key {doc['key'][:12]}..., output {doc['output']!r})"
-    for name, want in doc["files"].items():
-        try:
-            path = member_path(folder, name)
-            if path.stat().st_size != want["size"] or _sha256(path) != want["sha256"]:
-                return f"{name} does not match its checksum (truncated or corrupted)"
-        except (PathRefused, OSError) as exc:
-            return f"{name}: {exc}"
-    _verified.add(stamp)
-    return None
+    """None when the entry's index validates, is signed with this machine's key
+    (hardware/util/build_seal.py) and every file it lists matches; else what is wrong."""
+    return build_seal.entry_problem(folder, key, output)
 
 
 def _discard(folder: Path) -> None:
