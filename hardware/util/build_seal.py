@@ -5,8 +5,8 @@ sha256, keyed by the golden store's signing key (golden/store.py ``signing_secre
 the root, ``$ACCEL_GOLDEN_CACHE_KEY_FILE`` in CI), the rule golden entries follow. A checksum
 alone is no seal: whoever can write a file can write its checksum too (issue 47 S1).
 
-A folder entry holds ``index.json`` (schema hardware/util/schemas/build-cache-entry.schema.json);
-a single file (a harness object) a ``<name>.seal`` beside it. What does not verify is never
+An entry is a folder holding ``index.json`` (schema
+hardware/util/schemas/build-cache-entry.schema.json). What does not verify is never
 used: an entry signed with another key or with none (a root restored from another machine, an
 older suite) is ``Unsigned`` and rebuilt, said once per process and root; one signed with this
 key that no longer matches (edited, truncated, forged) is a problem named by the caller.
@@ -27,7 +27,6 @@ from accel_regress.util.atomic import write_atomic
 from accel_regress.util.paths import PathRefused, member_path
 
 INDEX = "index.json"
-SEAL = ".seal"
 _SCHEMA = "build-cache-entry"
 _said: set[str] = set()                      # notes already printed by this process
 _verified: set[tuple] = set()                # entries checked, by their files' (inode, ctime, size)
@@ -139,37 +138,3 @@ def entry_problem(folder: Path, key: str, output: str) -> Optional[str]:
     _verified.add(stamp)
     return None
 
-
-def seal_file(path: Path, key: str) -> bool:
-    """Sign the single file ``path`` (a harness object) in ``<path>.seal``; False without a key."""
-    doc = sign({"key": key, "sha256": sha256(path), "size": path.stat().st_size})
-    if doc is None:
-        return False
-    write_atomic(path.with_name(path.name + SEAL), json.dumps(doc) + "\n")
-    return True
-
-
-def file_problem(path: Path, key: str) -> Optional[str]:
-    """None when ``path`` is a regular file matching its signed ``<path>.seal``."""
-    path = Path(path)
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode):
-            return f"{path} is not a regular file"
-        doc = json.loads(path.with_name(path.name + SEAL).read_text())
-        if not isinstance(doc, dict) or doc.get("key") != key:
-            return Unsigned("no seal for this key")
-    except FileNotFoundError:
-        return Unsigned("no seal")
-    except (OSError, ValueError) as exc:
-        return f"its seal is unreadable ({exc})"
-    unsigned = signature_problem(doc)
-    if unsigned:
-        return unsigned
-    stamp = (str(path), _stamp(path))
-    if stamp in _verified:
-        return None
-    if st.st_size != doc.get("size") or sha256(path) != doc.get("sha256"):
-        return "it does not match its seal (replaced, truncated or corrupted)"
-    _verified.add(stamp)
-    return None

@@ -225,13 +225,20 @@ def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
     problem = entry_problem(final, key, output)
     if problem is None:
         return Compiled(final, True, 0.0, (), output)
+    return rejected(final, problem, "IREE compile cache")
+
+
+def rejected(final: Path, problem: str, cache: str) -> str:
+    """Discard the entry ``final`` that did not verify and say so: once per process and cache for
+    entries that are only not this machine's, once per entry for those that are wrong; returns
+    the note for what is rebuilt in its place."""
     _discard(final)
     if isinstance(problem, build_seal.Unsigned):
-        build_seal.note_once(f"IREE compile cache {final.parent}: entries not signed with this machine's key "
+        build_seal.note_once(f"{cache} {final.parent}: entries not signed with this machine's key "
                              "(a root restored from another machine or written by an older suite) are rebuilt, "
                              "never run")
-        return f"IREE compile cache: entry {final} is not this machine's ({problem}); rebuilt it"
-    note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
+        return f"{cache}: entry {final} is not this machine's ({problem}); rebuilt it"
+    note = f"{cache}: discarded entry {final} ({problem}); rebuilt it"
     print(f"accel-regress: {note}", file=sys.stderr)
     return note
 
