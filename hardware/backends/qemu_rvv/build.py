@@ -424,12 +424,12 @@ def _built_once(root: Path, key: str, name: str, build: Callable[[Path], object]
     never run. One build per key: another worker or the compile-ahead thread may be building it
     now (a claim); a folder is signed, then renamed into place whole."""
     final = root / key[:32]
-    if build_seal.secret() is None:      # nothing could vouch for an entry: this session's own build
+    if build_seal.secret() is not None and compiler.reads(root) and _verified_entry(final, key, name):
+        return final / name
+    if build_seal.secret() is None or not compiler.keeps(root):     # this session's own build
         folder = Path(tempfile.mkdtemp(prefix="qemu-rvv-", dir=compiler.scratch()))
         build(folder)
         return folder / name
-    if _verified_entry(final, key, name):
-        return final / name
     with compiler.claim(root, key, wait_s=300):
         if _verified_entry(final, key, name):
             return final / name

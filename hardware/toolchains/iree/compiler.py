@@ -69,7 +69,7 @@ try:
 except ImportError:          # not POSIX: no claims, a duplicate compile at worst (the rename race)
     fcntl = None  # type: ignore[assignment]
 
-from accel_regress.util import build_seal, children
+from accel_regress.util import build_seal, children, own_folder
 from accel_regress.util.atomic import write_atomic
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core.errors import CompileError, Hang
@@ -199,12 +199,15 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
             raise CompileError(reason, detail={"diagnostic": reason})
     key = _key(mlir, flags, output, tool)
     final = (root or cache_root()) / key
-    if build_seal.secret() is None:       # nothing in the root can be verified: build for this session only
+    if build_seal.secret() is None or not reads(final.parent):   # nothing there can be vouched for: this session's own
         return _build(mlir, flags, None, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
                       on_error=on_error, note="")
     found = _found(final, key, mlir, output)
     if isinstance(found, Compiled):
         return found
+    if not keeps(final.parent):
+        return _build(mlir, flags, None, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
+                      on_error=on_error, note=found)
     # Someone may be building it (a batch compiled ahead, another worker): wait for theirs.
     with claim(final.parent, key, wait_s=timeout_s):
         again = _found(final, key, mlir, output)
@@ -349,6 +352,8 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
     if (any("{out}" in f for f in flags) and not shared_files) or availability() or build_seal.secret() is None:
         return None
     root = cache_root()
+    if not keeps(root):
+        return None
     with contextlib.ExitStack() as held:
         todo = []
         for text in dict.fromkeys(texts):
@@ -369,45 +374,95 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
         return batch
 
 
+def _shared() -> bool:
+    from accel_regress.golden import store
+    return store.shared()
+
+
+_states: dict[Path, tuple[bool, bool]] = {}       # folder -> (entries may be read, builds may be kept)
+
+
+def _state(root: Path) -> tuple[bool, bool]:
+    """Whether entries in ``root`` may be read and builds kept there: only in a folder of this
+    user's (unless the golden store is declared shared), never a planted link
+    (hardware/util/own_folder.py). Asked once per process and folder; one that cannot keep
+    builds is said once, and what is built goes to ``scratch()``."""
+    if root not in _states:
+        try:
+            own_folder.own_subdir(root.parent, root.name, shared=_shared())
+            _states[root] = (True, True)
+        except OSError as exc:
+            _states[root] = (False, False)
+            build_seal.note_once(f"cache folder {root} is not used ({exc.strerror or exc}): "
+                                 "this session builds into a temporary folder")
+    return _states[root]
+
+
+def reads(root: Path) -> bool:
+    return _state(root)[0]
+
+
+def keeps(root: Path) -> bool:
+    return _state(root)[1]
+
+
 @contextlib.contextmanager
 def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
     """Hold the claim to build entry ``key`` under ``root`` while the block runs: True when held.
     ``wait_s`` None: do not wait (False at once when another holds it); else wait at most that
     long, then go on unclaimed (False: a duplicate compile at worst, never a stall past the
     bound). The claim is a lock on ``.claim-<key>``, removed by its holder when done, so an idle
-    cache holds entries only."""
+    cache holds entries only. It is opened with O_NOFOLLOW in a folder ``keeps`` accepted: a
+    symbolic link planted as a claim is removed, never written through (the golden store's locks:
+    golden/store_folder.py ``open_in``)."""
     if fcntl is None:
         yield True
         return
-    path = root / f".claim-{key}"
-    root.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + (wait_s or 0.0)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            if wait_s is None or time.monotonic() >= deadline:
-                yield False
-                return
-            time.sleep(0.05)
-            continue
-        try:
-            current = os.stat(path).st_ino
-        except FileNotFoundError:
-            current = None
-        if current == os.fstat(fd).st_ino:
-            break
-        os.close(fd)        # its holder removed it between our open and our lock: claim the new one
+    from accel_regress.golden import store_folder
+    name = f".claim-{key}"
+    if not keeps(root):
+        yield False
+        return
+    dirfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        yield True
-    finally:
+        deadline = time.monotonic() + (wait_s or 0.0)
+        planted = 0
+        while True:
+            try:
+                fd = store_folder.open_in(dirfd, name, os.O_RDWR | os.O_CREAT, _shared())
+            except store_folder.PlantedLink:
+                planted += 1
+                build_seal.note_once(f"a symbolic link planted as the claim {root / name} was removed "
+                                     "(its target was not touched)")
+                if planted > 3:
+                    raise
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if wait_s is None or time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.05)
+                continue
+            try:
+                current = os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:
+                break
+            os.close(fd)        # its holder removed it between our open and our lock: claim the new one
         try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+            yield True
+        finally:
+            try:
+                os.unlink(name, dir_fd=dirfd)
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+    finally:
+        os.close(dirfd)
 
 
 def present(mlir: str, flags: Sequence[str], output: str = VMFB) -> bool:
