@@ -414,6 +414,7 @@ def library_harness(compiled: compiler.Compiled, *, uart_outputs: bool = True, r
 
 
 CACHE_NAME = "qemu-rvv harness cache"
+_scratch_built: dict[str, Path] = {}       # key -> what this process built where the root could not keep it
 
 
 def _built_once(root: Path, key: str, name: str, build: Callable[[Path], object]) -> Path:
@@ -424,11 +425,14 @@ def _built_once(root: Path, key: str, name: str, build: Callable[[Path], object]
     never run. One build per key: another worker or the compile-ahead thread may be building it
     now (a claim); a folder is signed, then renamed into place whole."""
     final = root / key[:32]
+    if key in _scratch_built:
+        return _scratch_built[key]
     if build_seal.secret() is not None and compiler.reads(root) and _verified_entry(final, key, name):
         return final / name
     if build_seal.secret() is None or not compiler.keeps(root):     # this session's own build
         folder = Path(tempfile.mkdtemp(prefix="qemu-rvv-", dir=compiler.scratch()))
         build(folder)
+        _scratch_built[key] = folder / name
         return folder / name
     with compiler.claim(root, key, wait_s=300):
         if _verified_entry(final, key, name):

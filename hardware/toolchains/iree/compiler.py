@@ -199,6 +199,8 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
             raise CompileError(reason, detail={"diagnostic": reason})
     key = _key(mlir, flags, output, tool)
     final = (root or cache_root()) / key
+    if key in _scratch_built:           # built this session where the root could not keep it
+        return _scratch_built[key]
     if build_seal.secret() is None or not reads(final.parent):   # nothing there can be vouched for: this session's own
         return _build(mlir, flags, None, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
                       on_error=on_error, note="")
@@ -246,6 +248,9 @@ def rejected(final: Path, problem: str, cache: str) -> str:
     return note
 
 
+_scratch_built: dict[str, Compiled] = {}     # key -> what this process built in scratch()
+
+
 @lru_cache(maxsize=1)
 def scratch() -> Path:
     """This process's folder for builds the cache root cannot keep (removed at exit)."""
@@ -286,6 +291,7 @@ def _build(mlir: str, flags: Sequence[str], final: Optional[Path], key: str, *, 
             raise error
         (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
         if final is None or not build_seal.write_index(tmp, key, output):
+            _scratch_built[key] = Compiled(tmp, True, 0.0, tuple(argv), output)
             return Compiled(tmp, False, seconds, tuple(argv), output, note)
         try:
             os.rename(tmp, final)
@@ -359,8 +365,9 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
         for text in dict.fromkeys(texts):
             key = _key(text, flags, output, None)
             # A program someone else is building is theirs: its case waits for it (compile_cached).
-            if not (root / key).is_dir() and held.enter_context(claim(root, key, wait_s=None)) \
-                    and not (root / key).is_dir() and _batched(root, key, text, output) is None:
+            # Nothing is claimed for a program the cache holds already (in a batch too).
+            if not _held(root, key, text, output) and held.enter_context(claim(root, key, wait_s=None)) \
+                    and not _held(root, key, text, output):
                 todo.append(text)
         merged = merge_programs(todo) if len(todo) > 1 else None
         if merged is None:
@@ -385,16 +392,26 @@ _states: dict[Path, tuple[bool, bool]] = {}       # folder -> (entries may be re
 def _state(root: Path) -> tuple[bool, bool]:
     """Whether entries in ``root`` may be read and builds kept there: only in a folder of this
     user's (unless the golden store is declared shared), never a planted link
-    (hardware/util/own_folder.py). Asked once per process and folder; one that cannot keep
-    builds is said once, and what is built goes to ``scratch()``."""
+    (hardware/util/own_folder.py); a folder that cannot be written (a read-only mount, a restored
+    copy) is read, its signed entries used as they are. Asked once per process and folder; one
+    that cannot keep builds is said once (a setup line, never a case's verdict), and what is
+    built goes to ``scratch()``."""
     if root not in _states:
         try:
             own_folder.own_subdir(root.parent, root.name, shared=_shared())
-            _states[root] = (True, True)
-        except OSError as exc:
-            _states[root] = (False, False)
-            build_seal.note_once(f"cache folder {root} is not used ({exc.strerror or exc}): "
-                                 "this session builds into a temporary folder")
+            _states[root] = (True, os.access(root, os.W_OK))
+            why = "it cannot be written"
+        except own_folder.Refused as exc:
+            _states[root], why = (False, False), exc.strerror
+        except OSError as exc:      # cannot be made: a read-only root
+            real = root.is_dir() and not root.is_symlink()
+            _states[root], why = (real, False), exc.strerror or str(exc)
+        if _states[root] == (True, False):
+            build_seal.note_once(f"cache folder {root} is read-only ({why}): its signed entries are used as they "
+                                 "are; what it lacks is built for this session in a temporary folder")
+        elif not _states[root][0]:
+            build_seal.note_once(f"cache folder {root} is not used ({why}): this session builds into a "
+                                 "temporary folder")
     return _states[root]
 
 
@@ -465,6 +482,10 @@ def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
         os.close(dirfd)
 
 
+def _held(root: Path, key: str, mlir: str, output: str) -> bool:
+    return (root / key).is_dir() or _batched(root, key, mlir, output) is not None
+
+
 def present(mlir: str, flags: Sequence[str], output: str = VMFB) -> bool:
     """Whether the cache has an entry or a batch link for the program (not verified: a reader
     verifies what it reads)."""
@@ -513,7 +534,10 @@ def entry_problem(folder: Path, key: str, output: str) -> Optional[str]:
 
 def _discard(folder: Path) -> None:
     """Move a bad entry aside (one rename: no reader sees it half removed), then remove it."""
-    aside = Path(tempfile.mkdtemp(prefix=f".bad-{folder.name[:16]}-", dir=folder.parent))
+    try:
+        aside = Path(tempfile.mkdtemp(prefix=f".bad-{folder.name[:16]}-", dir=folder.parent))
+    except OSError:
+        return            # a read-only root: the entry stays, never used
     try:
         os.rename(folder, aside / "entry")
     except OSError:

@@ -5,7 +5,6 @@ its escape (term_text, hardware/results/report/escape.py), never act."""
 import json
 from pathlib import Path
 
-
 from accel_regress.results import gate, record
 
 pytest_plugins = ["pytester"]
