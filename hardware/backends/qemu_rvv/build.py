@@ -434,7 +434,9 @@ def _built_once(root: Path, key: str, name: str, build: Callable[[Path], object]
         build(folder)
         _scratch_built[key] = folder / name
         return folder / name
-    with compiler.claim(root, key, wait_s=300):
+    with compiler.claim(root, key, wait_s=compiler.claim_wait(300)) as held:
+        if not held:
+            compiler.said_unclaimed(root, key)
         if _verified_entry(final, key, name):
             return final / name
         tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=root))

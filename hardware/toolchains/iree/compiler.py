@@ -72,6 +72,7 @@ except ImportError:          # not POSIX: no claims, a duplicate compile at wors
 from accel_regress.util import build_seal, children, own_folder
 from accel_regress.util.atomic import write_atomic
 from accel_regress.util.derived_cache import user_cache
+from accel_regress.core import case_bound
 from accel_regress.core.errors import CompileError, Hang
 
 PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
@@ -211,7 +212,9 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
         return _build(mlir, flags, None, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
                       on_error=on_error, note=found)
     # Someone may be building it (a batch compiled ahead, another worker): wait for theirs.
-    with claim(final.parent, key, wait_s=timeout_s):
+    with claim(final.parent, key, wait_s=claim_wait(timeout_s)) as held:
+        if not held:
+            said_unclaimed(final.parent, key)
         again = _found(final, key, mlir, output)
         if isinstance(again, Compiled):
             return again
@@ -381,6 +384,26 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
         return batch
 
 
+def claim_wait(bound_s: float) -> float:
+    """How long a build waits for another's claim: within ``bound_s`` and, in a case, half of
+    what is left of the case's bound, so that the build done unclaimed after it still fits
+    (core/case_bound.py): a claim held by a process that never finishes is never the case's HANG."""
+    left = case_bound.left()
+    return bound_s if left is None else min(bound_s, left / 2)
+
+
+def said_unclaimed(root: Path, key: str) -> None:
+    """Name the claim a build stopped waiting for, and its holder."""
+    from accel_regress.golden import store_folder
+    try:    # never a planted link, never a blocking read (store_folder.read_in)
+        with store_folder.Fd(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)) as dirfd:
+            holder = store_folder.read_in(dirfd, f".claim-{key}").decode(errors="replace").strip()[:16] or "?"
+    except OSError:
+        holder = "?"
+    print(f"accel-regress: the claim {root / f'.claim-{key}'} is held by another process (pid {holder}) longer "
+          "than this case can wait: building it unclaimed", file=sys.stderr)
+
+
 def _shared() -> bool:
     from accel_regress.golden import store
     return store.shared()
@@ -458,7 +481,8 @@ def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
-                if wait_s is None or time.monotonic() >= deadline:
+                # Past the bound, or a compile-ahead thread the session told to stop: go on unclaimed.
+                if wait_s is None or time.monotonic() >= deadline or children.told_to_stop():
                     yield False
                     return
                 time.sleep(0.05)
@@ -468,6 +492,7 @@ def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
             except FileNotFoundError:
                 current = None
             if current == os.fstat(fd).st_ino:
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)     # who holds it, for a waiter's message
                 break
             os.close(fd)        # its holder removed it between our open and our lock: claim the new one
         try:
