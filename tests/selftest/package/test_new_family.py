@@ -78,6 +78,18 @@ def test_it_overwrites_nothing_and_refuses_a_bad_name(tmp_path):
         assert out.returncode == 2 and "Python identifier" in out.stderr, out.stderr
 
 
+@pytest.mark.parametrize("name, said", [("f32_reduction", "already a registered family"),
+                                        ("a" * 300, "at most 64")])
+def test_it_refuses_a_registered_or_overlong_id(tmp_path, name, said):
+    """Issue 47 defect 10: on 60769d1 f32_reduction was written and registered (once installed,
+    every session in that environment stopped at the duplicate), a 300-character id a traceback."""
+    root = team_project(tmp_path)
+    out = new_family(root, name)
+    assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (root / "src" / "swiglu_ops" / name[:64]).exists()
+    assert "entry-points" not in (root / "pyproject.toml").read_text()
+
+
 @pytest.mark.parametrize("layout", ["none", "two"])
 def test_it_asks_which_package_when_it_cannot_tell(tmp_path, layout):
     if layout == "two":
