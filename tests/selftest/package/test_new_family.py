@@ -124,3 +124,22 @@ def test_a_compile_error_keeps_program_command_and_output_in_the_report_folder(t
     assert "error" in (root / "rep" / "failures" / f"{stem}.output.txt").read_text()
     assert "program" not in case["detail"], "the program is in failures/, not in every results file"
     assert "kept for reading" in res.stdout
+
+
+def test_a_program_that_raises_is_left_out_of_compile_ahead(tmp_path):
+    """Issue 47 defect 6: one case whose program() raises killed the session at compile-ahead
+    planning on 60769d1 (INTERNALERROR, 0 cases, exit 3); it is left out of the plan, reports it
+    when it runs, and the other cases run as with --accel-compile-ahead 0."""
+    root = team_project(tmp_path)
+    assert new_family(root, "swiglu").returncode == 0
+    program = root / "src" / "swiglu_ops" / "swiglu" / "iree_program.py"
+    program.write_text(program.read_text().replace(
+        '    n = math.prod(case.params["shape"])\n',
+        '    n = math.prod(case.params["shape"])\n    if n == 1000:\n        raise ValueError("the family\'s own bug")\n'))
+    env = install_metadata(root)
+    res = run_pytest(root, env, "--hw", "iree-cpu", "--accel-compile-ahead", "2")
+    assert "INTERNALERROR" not in res.stdout + res.stderr, res.stdout[-3000:] + res.stderr[-3000:]
+    cases = json.loads((root / "rep" / "results.json").read_text())["cases"]
+    verdicts = sorted(c["verdict"] for c in cases)
+    assert verdicts == ["CRASH", "PASS", "PASS"], verdicts
+    assert "the family's own bug" in next(c for c in cases if c["verdict"] == "CRASH")["message"]
