@@ -90,10 +90,9 @@ def load_policy(path: Path) -> Policy:
 
 
 def _index(data: dict) -> dict[tuple[str, str], dict]:
-    out = {}
-    for c in data["cases"]:
-        out[(test_key(c["nodeid"], c.get("backend")), device_of(c, data))] = c
-    return out
+    """Each (test, device) of a record once: by its worse verdict when the record holds it twice
+    (as merge does), never the last one's."""
+    return verdicts.worst_by(data["cases"], lambda c: (test_key(c["nodeid"], c.get("backend")), device_of(c, data)))
 
 
 def _name(key: tuple[str, str]) -> str:
