@@ -132,7 +132,7 @@ class _Settings:
     shared: Optional[bool] = None      # None: $ACCEL_GOLDEN_CACHE_SHARED
     verify = 0.0                       # share of disk hits recomputed and compared
     key_file: Optional[Path] = None    # None: signing_key_path()
-    secret: Optional[bytes] = None     # the signing key, read once
+    secret: Optional[tuple[Path, bytes]] = None     # the signing key and its file, read once per file
 
 
 class _Memo:
@@ -428,9 +428,17 @@ def _nbytes(value) -> Optional[int]:
 # --- the signing key ----------------------------------------------------------------------------
 
 def _signing_key() -> bytes:
-    if _settings.secret is None:
-        _settings.secret = folder.signing_key(_settings.key_file or signing_key_path(), shared())
-    return _settings.secret
+    path = _settings.key_file or signing_key_path()
+    if _settings.secret is None or _settings.secret[0] != path:
+        _settings.secret = (path, folder.signing_key(path, shared()))
+    return _settings.secret[1]
+
+
+def signing_secret() -> bytes:
+    """The store's signing key (made on first use; ``GoldenStoreError`` when others can write it):
+    the cache root's build outputs are signed with it too (hardware/util/build_seal.py), so one CI
+    secret vouches for everything a restored root holds."""
+    return _signing_key()
 
 
 def _key_id(secret: bytes) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.golden.inputs import sha256_of
-from accel_regress.core import faults, registry
+from accel_regress.core import case_bound, faults, registry
 from accel_regress.core.errors import Crash, NotApplicable, Unsupported, VerdictError
 
 
@@ -56,7 +56,8 @@ def _changed(before: Mapping[str, Any], after: Any) -> bool:
 def execute(job: Job) -> dict[str, np.ndarray]:
     backend = registry.get(job.backend)
     _FAULT_EFFECT.clear()
-    outputs = backend.run(job.case, job.inputs)
+    with case_bound.running(job.timeout_s):
+        outputs = backend.run(job.case, job.inputs)
     fault = faults.load(job.fault)
     if fault is not None:
         before = dict(outputs)

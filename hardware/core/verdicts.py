@@ -16,3 +16,22 @@ BAD = (FAIL, FLAKY, HANG, CRASH, COMPILE_ERROR, XPASS, INTERRUPTED)
 NOT_RUN = (SKIP, NOT_APPLICABLE)
 
 STAGES = ("build", "compile", "run", "compare")
+
+# Worse verdicts win when one (test, device) shows up twice (a rerun on a second runner, a record
+# that holds a case twice): merge, gate and report judge by the worse.
+_SEVERITY = {v: i for i, v in enumerate((NOT_APPLICABLE, SKIP, PASS, XFAIL, FLAKY, FAIL, COMPILE_ERROR, XPASS,
+                                         INTERRUPTED, CRASH, HANG))}
+
+
+def severity(verdict: str) -> int:
+    return _SEVERITY.get(verdict, len(_SEVERITY))
+
+
+def worst_by(cases, key) -> dict:
+    """``key(case)`` -> the case with the worst verdict of those that share it (the first of equals)."""
+    out: dict = {}
+    for c in cases:
+        k = key(c)
+        if k not in out or severity(c["verdict"]) > severity(out[k]["verdict"]):
+            out[k] = c
+    return out

@@ -100,6 +100,21 @@ def _attempted(item) -> bool:
     return item.get_closest_marker("skip") is None and not expectations.nothing_to_build(item)
 
 
+def _plannable(backend, case, *, alone: bool) -> bool:
+    """Whether ``case`` can be built ahead: the backend supports it and (``alone``) planning it
+    raises nothing. A family's code that raises here (its program(), its supports) is left out
+    of the plan, never the session's INTERNALERROR: it raises again when its case runs, and the
+    case reports it (issue 47 defect 6)."""
+    try:
+        if backend.supports(case) is not None or backend.supports_inputs(case) is not None:
+            return False
+        if alone:
+            backend.ahead([case])
+        return True
+    except Exception:
+        return False
+
+
 def plan(config, items) -> list[tuple[int, Callable[[], None]]]:
     """Every backend's jobs for the items' cases, in the order of the first item each serves."""
     from accel_regress.core import registry
@@ -120,9 +135,12 @@ def plan(config, items) -> list[tuple[int, Callable[[], None]]]:
         if registry.availability(name) is not None:
             continue
         backend = registry.get(name)
-        runnable = [i for i, c in enumerate(cases)
-                    if backend.supports(c) is None and backend.supports_inputs(c) is None]
-        jobs = backend.ahead([cases[i] for i in runnable])
+        runnable = [i for i, c in enumerate(cases) if _plannable(backend, c, alone=False)]
+        try:
+            jobs = backend.ahead([cases[i] for i in runnable])
+        except Exception:       # a family's program() that raises: leave its cases out, keep the rest
+            runnable = [i for i in runnable if _plannable(backend, cases[i], alone=True)]
+            jobs = backend.ahead([cases[i] for i in runnable])
         out += [(positions[runnable[index]], job) for index, job in jobs]
     out.sort(key=lambda job: job[0])
     return out

@@ -356,7 +356,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.section("accel-regress expectations")
     tr.write_line(f"known bugs: {len(summary['xfail'])} XFAIL, {len(summary['not_attempted'])} not attempted "
                   f"(known HANG/CRASH; --run-known-hangs to try), {len(summary['xpass'])} XPASS")
+    from accel_regress.results.report.escape import term_text
     for nodeid in summary["xpass"]:
-        tr.write_line(f"XPASS, the bug looks fixed: remove its entry: {nodeid}")
+        tr.write_line(term_text(f"XPASS, the bug looks fixed: remove its entry: {nodeid}"))
     for e in summary["stale"]:
-        tr.write_line(f"stale entry ({e.get('why') or 'matches no collected test'}): {e['file']}: test = {e['test']!r}")
+        tr.write_line(term_text(f"stale entry ({e.get('why') or 'matches no collected test'}): {e['file']}: "
+                                f"test = {e['test']!r}"))

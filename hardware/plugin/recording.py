@@ -13,6 +13,7 @@ import pytest
 
 from accel_regress.core import verdicts
 from accel_regress.results import report_dir
+from accel_regress.results.report.escape import term_text
 from accel_regress.util import strict_json
 from accel_regress.core.errors import SetupError, VerdictError
 from accel_regress.plugin import engagement, isolation, selection, spelling
@@ -174,7 +175,18 @@ def _classify(rec: dict, report, call) -> None:
 
 def _add_section(report, title: str, text: str) -> None:
     if hasattr(report.longrepr, "addsection"):
-        report.longrepr.addsection(title, text)
+        report.longrepr.addsection(term_text(title), term_text(text, keep_newlines=True))
+
+
+def _inert(report) -> None:
+    """The failure's text pytest prints (its E lines, the short summary's message) made inert: a
+    device's or simulator's words in an exception must not drive the terminal (issue 47 S3)."""
+    for tb, crash, _descr in getattr(report.longrepr, "chain", None) or ():
+        for entry in getattr(tb, "reprentries", ()):
+            if isinstance(getattr(entry, "lines", None), list):
+                entry.lines[:] = [term_text(line) for line in entry.lines]
+        if crash is not None and isinstance(getattr(crash, "message", None), str):
+            crash.message = term_text(crash.message, keep_newlines=True)
 
 
 def _verdict_text(exc: VerdictError) -> str:
@@ -200,6 +212,7 @@ def pytest_runtest_makereport(item, call):
             _add_section(report, "rerun this case", rerun_line(item, None))
         return report
     _classify(rec, report, call)
+    _inert(report)
     _keep_failure_files(item, rec, report, call)
     if rec["verdict"] == verdicts.SKIP and NOT_APPLICABLE in item.stash:
         rec["verdict"] = verdicts.NOT_APPLICABLE

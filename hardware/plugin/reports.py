@@ -17,7 +17,9 @@ from typing import Any, Optional
 
 import pytest
 
+from accel_regress.results.report_dir import clear_own
 from accel_regress.results.report import heatmap
+from accel_regress.util import own_folder
 from accel_regress.results.report.tables import slug
 
 _MAP = pytest.StashKey[dict]()
@@ -83,9 +85,7 @@ def pytest_sessionstart(session):
         tr.write_line(fault_banner({"session": {"fault": fault}}), red=True, bold=True)
     if config.option.collectonly:
         return    # --collect-only leaves the last run's reports alone
-    for sub, pattern in (("arrays", "*.npy"), ("heatmaps", "*.png")):
-        for old in (_report_dir(config) / sub).glob(pattern):
-            old.unlink(missing_ok=True)
+    clear_own(_report_dir(config), (("arrays", "*.npy"), ("heatmaps", "*.png")))
 
 
 def _mismatch(exc: Optional[BaseException]):
@@ -118,6 +118,10 @@ def _save_map(item, exc) -> Optional[dict]:
     if result is None:
         return None
     rel = f"arrays/{slug({'nodeid': item.nodeid})}.npy"
+    try:
+        own_folder.own_subdir(_report_dir(item.config), "arrays")      # never written through a planted link
+    except OSError:
+        return None
     heatmap.save(_report_dir(item.config) / rel, result["ratio"])
     state.maps_saved += 1
     return {"array": rel, "shape": result["shape"], "block": result["block"],

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from accel_regress.results.report.escape import term_text
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)   # outermost: after pytest's short summary, so last
@@ -26,18 +27,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from accel_regress.results import summary
     from accel_regress.plugin import reports     # registered: the session engaged
     verdict = reports.verdict(config)
-    tr = terminalreporter
     results_json = Path(config.getoption("accel_report_dir")) / "results.json"
+
+    def say(line: str) -> None:     # test ids, messages, revisions: the run's words, inert (issue 47 S3)
+        terminalreporter.write_line(term_text(line))
     if verbosity == -1:
-        tr.write_line(one_line(data, verdict, results_json))
+        say(one_line(data, verdict, results_json))
         return
-    tr.section("accel-regress summary")
+    terminalreporter.section("accel-regress summary")
     # The gate's verdict first (hardware/plugin/reports.py computed it), then the tables.
     for line in summary.section(data, verdict):
-        tr.write_line(line)
+        say(line)
     if not data["session"].get("complete", True):
-        tr.write_line(f"results.json is incomplete: {data['session'].get('stop_reason', 'the session stopped early')}")
-    tr.write_line(f"reports: {results_json}" + (f", {config.option.xmlpath}" if config.option.xmlpath else ""))
+        say(f"results.json is incomplete: {data['session'].get('stop_reason', 'the session stopped early')}")
+    say(f"reports: {results_json}" + (f", {config.option.xmlpath}" if config.option.xmlpath else ""))
 
 
 def _hide_own_skips(tr, data) -> list:

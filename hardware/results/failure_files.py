@@ -64,6 +64,7 @@ def keep(report_dir: Path, slug: str, verdict: str, detail: dict) -> Optional[st
     files = files_for(detail)
     if not files:
         return None
+    from accel_regress.util import own_folder
     from accel_regress.util.atomic import write_atomic
     folder = Path(report_dir) / FOLDER
     size = sum(len(t.encode("utf-8", "replace")) for t in files.values())
@@ -71,7 +72,7 @@ def keep(report_dir: Path, slug: str, verdict: str, detail: dict) -> Optional[st
     if _written.get(key, 0) + size > MAX_TOTAL:
         return f"its files were not kept: the session's {MAX_TOTAL >> 20} MiB for failure files is used up"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        own_folder.own_subdir(Path(report_dir), FOLDER)      # never written through a planted link
         for part, text in files.items():
             write_atomic(folder / f"{slug}.{part}", text)
     except OSError as exc:

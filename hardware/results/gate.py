@@ -50,6 +50,7 @@ from accel_regress.results import completeness, record as results, skip_rules
 from accel_regress.util import schemas
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
+from accel_regress.results.report.escape import term_text
 
 FAILURES = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR,
             verdicts.INTERRUPTED)
@@ -89,10 +90,9 @@ def load_policy(path: Path) -> Policy:
 
 
 def _index(data: dict) -> dict[tuple[str, str], dict]:
-    out = {}
-    for c in data["cases"]:
-        out[(test_key(c["nodeid"], c.get("backend")), device_of(c, data))] = c
-    return out
+    """Each (test, device) of a record once: by its worse verdict when the record holds it twice
+    (as merge does), never the last one's."""
+    return verdicts.worst_by(data["cases"], lambda c: (test_key(c["nodeid"], c.get("backend")), device_of(c, data)))
 
 
 def _name(key: tuple[str, str]) -> str:
@@ -429,7 +429,7 @@ def main(argv=None) -> int:
         baseline = results.load(Path(args.baseline)) if args.baseline and not from_history else None
         policy = load_policy(Path(args.policy)) if args.policy else None
     except (results.ResultsError, PolicyError) as exc:
-        print(f"gate: {exc}", file=sys.stderr)
+        print(term_text(f"gate: {exc}", keep_newlines=True), file=sys.stderr)
         return 2
     known, note = None, None
     if from_history:
@@ -442,10 +442,11 @@ def main(argv=None) -> int:
                                                    with_faults=args.allow_fault and bool(faults_of(data)),
                                                    with_imports=args.flaky_imports)
         except HistoryError as exc:
-            print(f"gate: {exc}", file=sys.stderr)
+            print(term_text(f"gate: {exc}", keep_newlines=True), file=sys.stderr)
             return 2
     verdict = evaluate(data, baseline, policy, allow_fault=args.allow_fault, known_flaky=known)
     if note:
         verdict.notes.insert(0, note)
-    print(verdict.text())
+    # Test ids, messages and history revisions are the run's words: inert on a terminal (issue 47 S3).
+    print(term_text(verdict.text(), keep_newlines=True))
     return 0 if verdict.ship else 1

@@ -24,14 +24,7 @@ from accel_regress.util import strict_json
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
 
-# Worse verdicts win when one (test, device) shows up twice (e.g. a rerun on a second runner).
-_SEVERITY = {v: i for i, v in enumerate((verdicts.NOT_APPLICABLE, verdicts.SKIP, verdicts.PASS, verdicts.XFAIL,
-                                         verdicts.FLAKY, verdicts.FAIL, verdicts.COMPILE_ERROR, verdicts.XPASS,
-                                         verdicts.INTERRUPTED, verdicts.CRASH, verdicts.HANG))}
-
-
-def severity(verdict: str) -> int:
-    return _SEVERITY.get(verdict, len(_SEVERITY))
+severity = verdicts.severity
 
 
 def _parse_input(arg: str) -> tuple[Optional[str], Path]:

@@ -51,7 +51,21 @@ def clear(folder: Path) -> None:
     """Remove the files an earlier session left (only those a session writes)."""
     for name in OWN_FILES:
         (folder / name).unlink(missing_ok=True)
-    for sub, pattern in OWN_PATTERNS:
+    clear_own(folder, OWN_PATTERNS)
+
+
+def clear_own(folder: Path, patterns) -> None:
+    """Remove the files matching each (subfolder, pattern); a subfolder that is a planted link
+    (removed) or another user's is left alone: never a deletion where a link points."""
+    from accel_regress.util import own_folder
+    for sub, pattern in patterns:
+        if sub:
+            if not (folder / sub).exists() and not (folder / sub).is_symlink():
+                continue
+            try:
+                own_folder.own_subdir(folder, sub)
+            except OSError:
+                continue
         for old in (folder / sub).glob(pattern):
             if old.is_file() or old.is_symlink():
                 old.unlink(missing_ok=True)

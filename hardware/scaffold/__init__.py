@@ -30,8 +30,21 @@ DEFAULT_BACKENDS = "emu,iree-cpu,torch-cpu"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+MAX_NAME = 64
+
+
 class ScaffoldError(Exception):
     pass
+
+
+def _registered(op: str) -> str:
+    """Who registers family ``op`` in this environment already ("" when no one does)."""
+    from accel_regress.core import registry
+    try:
+        reg = registry.registrations("family").get(op)
+    except registry.RegistrationError:      # the environment's own problem: reported by every session
+        return ""
+    return reg.source if reg else ""
 
 
 def _package_dir(given: Optional[str], root: Path) -> Path:
@@ -95,6 +108,13 @@ def scaffold(op: str, package: Path, tests: Path, backends: list[str], pyproject
     """Write the family; the lines to print."""
     if not _NAME.match(op) or keyword.iskeyword(op):
         raise ScaffoldError(f"{op!r}: a family id is a Python identifier in lower case (it names a module folder)")
+    if len(op) > MAX_NAME:
+        raise ScaffoldError(f"a family id of {len(op)} characters: at most {MAX_NAME} (it names a module "
+                            "folder, a test file and every test id)")
+    taken = _registered(op)
+    if taken:
+        raise ScaffoldError(f"{op!r} is already a registered family ({taken}): a second registration of it stops "
+                            "every session in the environment; choose another id")
     module = _module_name(package)
     iree = any(b.startswith("iree") or b == "qemu-rvv" for b in backends)
     torch = any(b.startswith("torch") for b in backends)

@@ -51,6 +51,11 @@ def stop(threads: set[int]) -> int:
     return len(procs)
 
 
+def told_to_stop() -> bool:
+    """Whether this thread was told to stop: a wait it is in (a claim) ends now."""
+    return threading.get_ident() in _stopped
+
+
 def forget() -> None:
     """This thread ends its stopped work: its id, which a later thread may get, starts children again."""
     _stopped.discard(threading.get_ident())

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from accel_regress.util import build_seal, own_folder
 from accel_regress.util.derived_cache import user_cache
 
 ENV = "MESA_SHADER_CACHE_DIR"
@@ -31,8 +32,9 @@ def child_env() -> Optional[dict]:
     if any(os.environ.get(name) for name in USER_SET):
         return None
     path = folder()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    try:    # Mesa writes through a link planted there: only a folder of this user's (issue 47 S2)
+        own_folder.own_subdir(path.parent, path.name)
+    except OSError as exc:
+        build_seal.note_once(f"Vulkan shader cache {path} is not used ({exc.strerror or exc})")
         return None         # a cache that cannot be written costs the run the compiles, never an error
     return {**os.environ, ENV: str(path)}

@@ -45,7 +45,7 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core.errors import CompileError
-from accel_regress.util import children
+from accel_regress.util import build_seal, children
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import Program, program_for
 from accel_regress.backends.qemu_rvv import schedule as sched_mod
@@ -311,13 +311,8 @@ def harness_object(uart_outputs: bool, rdcycle: bool, case_from_file: bool = Fal
     h.update(clang_version().encode())
     for f in sorted(HARNESS_DIR.iterdir()):
         h.update(f.name.encode() + f.read_bytes())
-    out = link_cache() / f"harness-{h.hexdigest()[:24]}.o"
-    if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        _run_clang([*base, "-c", str(HARNESS_DIR / "harness.c"), "-o", str(tmp)], "the harness")
-        os.replace(tmp, out)
-    return out
+    return _built_once(link_cache(), h.hexdigest(), "harness.o", lambda folder: _run_clang(
+        [*base, "-c", str(HARNESS_DIR / "harness.c"), "-o", str(folder / "harness.o")], "the harness"))
 
 
 def link(sources: list[Path], objects: list[Path], out: Path, *, uart_outputs: bool, rdcycle: bool,
@@ -408,26 +403,67 @@ def library_harness(compiled: compiler.Compiled, *, uart_outputs: bool = True, r
     h.update(_sources())
     key = h.hexdigest()
     root = root or link_cache()
-    exe = root / key[:32] / "harness"
 
-    def build() -> None:
-        exe.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="harness-", dir=exe.parent) as tmp:
+    def build(folder: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix="harness-", dir=folder) as tmp:
             queries = Path(tmp) / "case_data.c"
             queries.write_text("\n".join(_queries_source(compiled)) + "\n")
-            link([HARNESS_DIR / "harness.c", queries], [compiled.dir / "lib.o"], exe, uart_outputs=uart_outputs,
-                 rdcycle=rdcycle, case_from_file=True)
-    return _built_once(root, key, exe, build)
+            link([HARNESS_DIR / "harness.c", queries], [compiled.dir / "lib.o"], folder / "harness",
+                 uart_outputs=uart_outputs, rdcycle=rdcycle, case_from_file=True)
+    return _built_once(root, key, "harness", build)
 
 
-def _built_once(root: Path, key: str, exe: Path, build: Callable[[], object]) -> Path:
-    """``exe``, built unless it exists. One build per key: another worker or the compile-ahead
-    thread may be building it now."""
-    if not exe.is_file():
-        with compiler.claim(root, key, wait_s=300):
-            if not exe.is_file():
-                build()
-    return exe
+CACHE_NAME = "qemu-rvv harness cache"
+_scratch_built: dict[str, Path] = {}       # key -> what this process built where the root could not keep it
+
+
+def _built_once(root: Path, key: str, name: str, build: Callable[[Path], object]) -> Path:
+    """``<root>/<key[:32]>/<name>``, built by ``build(folder)`` unless a signed entry holds it. A
+    harness is code qemu-user runs on the host's behalf (a guest's execve runs a host program),
+    so an entry is used only when its index carries this machine's signature and every file
+    matches (hardware/util/build_seal.py, as for IREE modules); one that does not is rebuilt,
+    never run. One build per key: another worker or the compile-ahead thread may be building it
+    now (a claim); a folder is signed, then renamed into place whole."""
+    final = root / key[:32]
+    if key in _scratch_built:
+        return _scratch_built[key]
+    if build_seal.secret() is not None and compiler.reads(root) and _verified_entry(final, key, name):
+        return final / name
+    if build_seal.secret() is None or not compiler.keeps(root):     # this session's own build
+        folder = Path(tempfile.mkdtemp(prefix="qemu-rvv-", dir=compiler.scratch()))
+        build(folder)
+        _scratch_built[key] = folder / name
+        return folder / name
+    with compiler.claim(root, key, wait_s=compiler.claim_wait(300)) as held:
+        if not held:
+            compiler.said_unclaimed(root, key)
+        if _verified_entry(final, key, name):
+            return final / name
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=root))
+        try:
+            build(tmp)
+            build_seal.write_index(tmp, key, name)
+            try:
+                os.rename(tmp, final)
+            except OSError:        # another process (its claim ran out) renamed one first: use it if it verifies
+                if not _verified_entry(final, key, name):
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return final / name
+
+
+def _verified_entry(final: Path, key: str, name: str) -> bool:
+    """Whether ``final`` is a whole entry signed by this machine; one that is not is discarded."""
+    if not final.exists():
+        return False
+    problem = build_seal.entry_problem(final, key, name)
+    if problem is None:
+        return True
+    compiler.rejected(final, problem, CACHE_NAME)
+    return False
 
 
 def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *, uart_outputs: bool = True,
@@ -440,9 +476,8 @@ def cached_harness(case: Case, variant: str, inputs: Mapping[str, np.ndarray], *
     compiled = compile_riscv(program, variant, name=f"{case.op}/{case.id}/{program.entry}")
     key = build_key(compiled, inputs, uart_outputs, iterations, rdcycle, target)
     root = root or link_cache()
-    out = root / key[:32]
-    exe = out / ("harness.elf" if target == "baremetal" else "harness")
-    _built_once(root, key, exe, lambda: build_harness(case, variant, out, uart_outputs, inputs=inputs,
-                                                       iterations=iterations, rdcycle=rdcycle, program=program,
-                                                       target=target))
+    exe = _built_once(root, key, "harness.elf" if target == "baremetal" else "harness",
+                      lambda folder: build_harness(case, variant, folder, uart_outputs, inputs=inputs,
+                                                   iterations=iterations, rdcycle=rdcycle, program=program,
+                                                   target=target))
     return exe, compiled

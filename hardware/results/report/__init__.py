@@ -20,6 +20,7 @@ from typing import Optional
 from accel_regress.results import gate, record as results
 from accel_regress.results.report import csv_export, heatmap, html, markdown, pr_comment
 from accel_regress.results.report.tables import Model, slug
+from accel_regress.util import own_folder
 
 MAX_HEATMAPS = 100
 MAX_KNOWN_HEATMAPS = 12
@@ -36,6 +37,11 @@ def _heatmaps(m: Model, base: Path, out: Path, notes: list[str]) -> dict[str, st
         return done
     if not heatmap.can_draw():
         notes.append("heatmaps not drawn: matplotlib is not installed (pip install matplotlib)")
+        return done
+    try:
+        own_folder.own_subdir(out, "heatmaps")       # never written through a planted link
+    except OSError as exc:
+        notes.append(f"heatmaps not drawn: {exc.strerror or exc}")
         return done
     for c in wanted[:MAX_HEATMAPS]:
         info = c["detail"]["heatmap"]

@@ -66,7 +66,8 @@ class Model:
         self.verdict = verdict
         self.data = data
         self.session = data.get("session") or {}
-        self.cases = with_devices(data)
+        # A record holding a case twice is judged by the worse, as the gate and merge judge it.
+        self.cases = list(verdicts.worst_by(with_devices(data), lambda c: (c["key"], c["device"])).values())
         self.devices = sorted({c["device"] for c in self.cases})
         self.missing = not_run(data)
         for name in self.missing:

@@ -11,12 +11,17 @@ its copy).
 Flags may name files inside the output folder with the placeholder ``{out}``
 (``--iree-llvmcpu-static-library-output-path={out}/lib.o``); it is replaced by the real folder.
 
-Every entry carries ``index.json`` (schema hardware/util/schemas/iree-cache-entry.schema.json): the
-key, the output's name and the size and sha256 of every file, written inside the temporary folder
-before the rename. A hit is trusted only once its index validates and every file matches it
-(checked once per process and entry); an entry that does not (truncated, corrupted, from an
-older suite without an index, a file name that leaves the folder) is moved aside, removed and
-rebuilt, with a note on stderr and in ``Compiled.note``.
+Every entry carries ``index.json`` (schema hardware/util/schemas/build-cache-entry.schema.json): the
+key, the output's name and the size and sha256 of every file, signed with the golden store's key
+(kept outside the root: hardware/util/build_seal.py), written inside the temporary folder before
+the rename. A module is code the suite runs and a checksum anyone can recompute, so a hit is
+trusted only once its index validates, its signature is this machine's and every file matches
+it (checked once per process and entry, again when a file's inode or ctime changes); an entry that does not (truncated,
+corrupted, forged with its checksums recomputed, a file name that leaves the folder) is moved
+aside, removed and rebuilt, with a note on stderr and in ``Compiled.note``; one signed with
+another key or none (a restored root, an older suite) is rebuilt with one note per process.
+Without a usable signing key nothing in the root is read: modules are built for the session in
+``scratch()``.
 
 Whoever builds an entry holds its claim (an ``flock`` on ``.claim-<key>``, released by the
 kernel when the holder dies): a second process or thread that needs the same entry waits for it
@@ -64,12 +69,12 @@ try:
 except ImportError:          # not POSIX: no claims, a duplicate compile at worst (the rename race)
     fcntl = None  # type: ignore[assignment]
 
-from accel_regress.util import children, schemas
+from accel_regress.util import build_seal, children, own_folder
 from accel_regress.util.atomic import write_atomic
 from accel_regress.toolchains.iree import host_target
 from accel_regress.util.derived_cache import user_cache
+from accel_regress.core import case_bound
 from accel_regress.core.errors import CompileError, Hang
-from accel_regress.util.paths import PathRefused, member_path
 
 PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
 VMFB = "module.vmfb"
@@ -203,11 +208,21 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
             raise CompileError(reason, detail={"diagnostic": reason})
     key = _key(mlir, flags, output, tool)
     final = (root or cache_root()) / key
+    if key in _scratch_built:           # built this session where the root could not keep it
+        return _scratch_built[key]
+    if build_seal.secret() is None or not reads(final.parent):   # nothing there can be vouched for: this session's own
+        return _build(mlir, flags, None, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
+                      on_error=on_error, note="")
     found = _found(final, key, mlir, output)
     if isinstance(found, Compiled):
         return found
+    if not keeps(final.parent):
+        return _build(mlir, flags, None, key, timeout_s=timeout_s, name=name, output=output, tool=tool,
+                      on_error=on_error, note=found)
     # Someone may be building it (a batch compiled ahead, another worker): wait for theirs.
-    with claim(final.parent, key, wait_s=timeout_s):
+    with claim(final.parent, key, wait_s=claim_wait(timeout_s)) as held:
+        if not held:
+            said_unclaimed(final.parent, key)
         again = _found(final, key, mlir, output)
         if isinstance(again, Compiled):
             return again
@@ -216,8 +231,8 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
 
 
 def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
-    """The entry (or the batch holding the program) when it is whole; else the note to give a
-    rebuilt one ("" when there was none)."""
+    """The entry (or the batch holding the program) when it is whole and signed; else the note to
+    give a rebuilt one ("" when there was none)."""
     via_batch = _batched(final.parent, key, mlir, output)
     if via_batch is not None:
         return via_batch
@@ -226,16 +241,43 @@ def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
     problem = entry_problem(final, key, output)
     if problem is None:
         return Compiled(final, True, 0.0, (), output)
-    note = f"IREE compile cache: discarded entry {final} ({problem}); rebuilt it"
+    return rejected(final, problem, "IREE compile cache")
+
+
+def rejected(final: Path, problem: str, cache: str) -> str:
+    """Discard the entry ``final`` that did not verify and say so: once per process and cache for
+    entries that are only not this machine's, once per entry for those that are wrong; returns
+    the note for what is rebuilt in its place."""
     _discard(final)
+    if isinstance(problem, build_seal.Unsigned):
+        build_seal.note_once(f"{cache} {final.parent}: entries not signed with this machine's key "
+                             "(a root restored from another machine or written by an older suite) are rebuilt, "
+                             "never run")
+        return f"{cache}: entry {final} is not this machine's ({problem}); rebuilt it"
+    note = f"{cache}: discarded entry {final} ({problem}); rebuilt it"
     print(f"accel-regress: {note}", file=sys.stderr)
     return note
 
 
-def _build(mlir: str, flags: Sequence[str], final: Path, key: str, *, timeout_s: float, name: str, output: str,
-           tool: Optional[str], on_error: Callable[..., CompileError], note: str) -> Compiled:
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
+_scratch_built: dict[str, Compiled] = {}     # key -> what this process built in scratch()
+
+
+@lru_cache(maxsize=1)
+def scratch() -> Path:
+    """This process's folder for builds the cache root cannot keep (removed at exit)."""
+    import atexit
+    folder = Path(tempfile.mkdtemp(prefix="accel-regress-builds-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _build(mlir: str, flags: Sequence[str], final: Optional[Path], key: str, *, timeout_s: float, name: str,
+           output: str, tool: Optional[str], on_error: Callable[..., CompileError], note: str) -> Compiled:
+    """Compile into a temporary folder, then sign it and rename it to ``final``; with ``final``
+    None (nothing could vouch for it later) it stays in ``scratch()``, this session's alone."""
+    if final is not None:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent if final is not None else scratch()))
     try:
         src = tmp / "program.mlir"
         src.write_text(mlir)
@@ -259,7 +301,9 @@ def _build(mlir: str, flags: Sequence[str], final: Path, key: str, *, timeout_s:
                 error.detail.setdefault(field_name, value)
             raise error
         (tmp / "argv.txt").write_text("\n".join(argv) + "\n")
-        _write_index(tmp, key, output)
+        if final is None or not build_seal.write_index(tmp, key, output):
+            _scratch_built[key] = Compiled(tmp, True, 0.0, tuple(argv), output)
+            return Compiled(tmp, False, seconds, tuple(argv), output, note)
         try:
             os.rename(tmp, final)
         except OSError:          # another worker finished the same entry first: use theirs
@@ -322,16 +366,19 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
     programs are batched only when the caller says that is what it wants (``shared_files``: the
     steps of one plan, which run together). A failing batch raises as ``compile_cached`` does; the
     caller may then compile one by one to name the program at fault."""
-    if (any("{out}" in f for f in flags) and not shared_files) or availability():
+    if (any("{out}" in f for f in flags) and not shared_files) or availability() or build_seal.secret() is None:
         return None
     root = cache_root()
+    if not keeps(root):
+        return None
     with contextlib.ExitStack() as held:
         todo = []
         for text in dict.fromkeys(texts):
             key = _key(text, flags, output, None)
             # A program someone else is building is theirs: its case waits for it (compile_cached).
-            if not (root / key).is_dir() and held.enter_context(claim(root, key, wait_s=None)) \
-                    and not (root / key).is_dir() and _batched(root, key, text, output) is None:
+            # Nothing is claimed for a program the cache holds already (in a batch too).
+            if not _held(root, key, text, output) and held.enter_context(claim(root, key, wait_s=None)) \
+                    and not _held(root, key, text, output):
                 todo.append(text)
         merged = merge_programs(todo) if len(todo) > 1 else None
         if merged is None:
@@ -340,8 +387,71 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
         batch = compile_cached(text, flags, timeout_s=timeout_s, name=f"{name} ({len(todo)} programs)", output=output)
         for program, (symbols, aliases) in zip(todo, renames):
             doc = {"format": 1, "batch": batch.dir.name, "output": output, "symbols": symbols, "aliases": aliases}
-            write_atomic(root / BATCHED / f"{_key(program, flags, output, None)}.json", json.dumps(doc) + "\n")
+            if batch.dir.parent == root:
+                write_atomic(root / BATCHED / f"{_key(program, flags, output, None)}.json", json.dumps(doc) + "\n")
         return batch
+
+
+def claim_wait(bound_s: float) -> float:
+    """How long a build waits for another's claim: within ``bound_s`` and, in a case, half of
+    what is left of the case's bound, so that the build done unclaimed after it still fits
+    (core/case_bound.py): a claim held by a process that never finishes is never the case's HANG."""
+    left = case_bound.left()
+    return bound_s if left is None else min(bound_s, left / 2)
+
+
+def said_unclaimed(root: Path, key: str) -> None:
+    """Name the claim a build stopped waiting for, and its holder."""
+    from accel_regress.golden import store_folder
+    try:    # never a planted link, never a blocking read (store_folder.read_in)
+        with store_folder.Fd(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)) as dirfd:
+            holder = store_folder.read_in(dirfd, f".claim-{key}").decode(errors="replace").strip()[:16] or "?"
+    except OSError:
+        holder = "?"
+    print(f"accel-regress: the claim {root / f'.claim-{key}'} is held by another process (pid {holder}) longer "
+          "than this case can wait: building it unclaimed", file=sys.stderr)
+
+
+def _shared() -> bool:
+    from accel_regress.golden import store
+    return store.shared()
+
+
+_states: dict[Path, tuple[bool, bool]] = {}       # folder -> (entries may be read, builds may be kept)
+
+
+def _state(root: Path) -> tuple[bool, bool]:
+    """Whether entries in ``root`` may be read and builds kept there: only in a folder of this
+    user's (unless the golden store is declared shared), never a planted link
+    (hardware/util/own_folder.py); a folder that cannot be written (a read-only mount, a restored
+    copy) is read, its signed entries used as they are. Asked once per process and folder; one
+    that cannot keep builds is said once (a setup line, never a case's verdict), and what is
+    built goes to ``scratch()``."""
+    if root not in _states:
+        try:
+            own_folder.own_subdir(root.parent, root.name, shared=_shared())
+            _states[root] = (True, os.access(root, os.W_OK))
+            why = "it cannot be written"
+        except own_folder.Refused as exc:
+            _states[root], why = (False, False), exc.strerror
+        except OSError as exc:      # cannot be made: a read-only root
+            real = root.is_dir() and not root.is_symlink()
+            _states[root], why = (real, False), exc.strerror or str(exc)
+        if _states[root] == (True, False):
+            build_seal.note_once(f"cache folder {root} is read-only ({why}): its signed entries are used as they "
+                                 "are; what it lacks is built for this session in a temporary folder")
+        elif not _states[root][0]:
+            build_seal.note_once(f"cache folder {root} is not used ({why}): this session builds into a "
+                                 "temporary folder")
+    return _states[root]
+
+
+def reads(root: Path) -> bool:
+    return _state(root)[0]
+
+
+def keeps(root: Path) -> bool:
+    return _state(root)[1]
 
 
 @contextlib.contextmanager
@@ -350,39 +460,63 @@ def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
     ``wait_s`` None: do not wait (False at once when another holds it); else wait at most that
     long, then go on unclaimed (False: a duplicate compile at worst, never a stall past the
     bound). The claim is a lock on ``.claim-<key>``, removed by its holder when done, so an idle
-    cache holds entries only."""
+    cache holds entries only. It is opened with O_NOFOLLOW in a folder ``keeps`` accepted: a
+    symbolic link planted as a claim is removed, never written through (the golden store's locks:
+    golden/store_folder.py ``open_in``)."""
     if fcntl is None:
         yield True
         return
-    path = root / f".claim-{key}"
-    root.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + (wait_s or 0.0)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            if wait_s is None or time.monotonic() >= deadline:
-                yield False
-                return
-            time.sleep(0.05)
-            continue
-        try:
-            current = os.stat(path).st_ino
-        except FileNotFoundError:
-            current = None
-        if current == os.fstat(fd).st_ino:
-            break
-        os.close(fd)        # its holder removed it between our open and our lock: claim the new one
+    from accel_regress.golden import store_folder
+    name = f".claim-{key}"
+    if not keeps(root):
+        yield False
+        return
+    dirfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        yield True
-    finally:
+        deadline = time.monotonic() + (wait_s or 0.0)
+        planted = 0
+        while True:
+            try:
+                fd = store_folder.open_in(dirfd, name, os.O_RDWR | os.O_CREAT, _shared())
+            except store_folder.PlantedLink:
+                planted += 1
+                build_seal.note_once(f"a symbolic link planted as the claim {root / name} was removed "
+                                     "(its target was not touched)")
+                if planted > 3:
+                    raise
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                # Past the bound, or a compile-ahead thread the session told to stop: go on unclaimed.
+                if wait_s is None or time.monotonic() >= deadline or children.told_to_stop():
+                    yield False
+                    return
+                time.sleep(0.05)
+                continue
+            try:
+                current = os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)     # who holds it, for a waiter's message
+                break
+            os.close(fd)        # its holder removed it between our open and our lock: claim the new one
         try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+            yield True
+        finally:
+            try:
+                os.unlink(name, dir_fd=dirfd)
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+    finally:
+        os.close(dirfd)
+
+
+def _held(root: Path, key: str, mlir: str, output: str) -> bool:
+    return (root / key).is_dir() or _batched(root, key, mlir, output) is not None
 
 
 def present(mlir: str, flags: Sequence[str], output: str = VMFB) -> bool:
@@ -421,53 +555,22 @@ def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]
     return Compiled(folder, True, 0.0, (), output, symbols=tuple(sorted(symbols.items())))
 
 
-INDEX = "index.json"
-_verified: set[tuple] = set()      # (entry, index mtime) already checked in this process
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _write_index(folder: Path, key: str, output: str) -> None:
-    files = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
-             for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
-    write_atomic(folder / INDEX, json.dumps({"key": key, "output": output, "files": files}, indent=1) + "\n")
+INDEX = build_seal.INDEX
+_verified = build_seal._verified     # entries already checked in this process
 
 
 def entry_problem(folder: Path, key: str, output: str) -> Optional[str]:
-    """None when the entry's index validates and every file it lists matches; else what is wrong."""
-    index = folder / INDEX
-    try:
-        stamp = (str(folder), index.stat().st_mtime_ns)
-    except OSError:
-        return "no index.json (an unfinished entry or one from an older suite)"
-    if stamp in _verified:
-        return None
-    try:
-        doc = schemas.load_json(index, "iree-cache-entry")
-    except schemas.InputError as exc:
-        return str(exc)
-    if doc["key"] != key or doc["output"] != output or output not in doc["files"]:
-        return f"index.json describes another entry (key {doc['key'][:12]}..., output {doc['output']!r})"
-    for name, want in doc["files"].items():
-        try:
-            path = member_path(folder, name)
-            if path.stat().st_size != want["size"] or _sha256(path) != want["sha256"]:
-                return f"{name} does not match its checksum (truncated or corrupted)"
-        except (PathRefused, OSError) as exc:
-            return f"{name}: {exc}"
-    _verified.add(stamp)
-    return None
+    """None when the entry's index validates, is signed with this machine's key
+    (hardware/util/build_seal.py) and every file it lists matches; else what is wrong."""
+    return build_seal.entry_problem(folder, key, output)
 
 
 def _discard(folder: Path) -> None:
     """Move a bad entry aside (one rename: no reader sees it half removed), then remove it."""
-    aside = Path(tempfile.mkdtemp(prefix=f".bad-{folder.name[:16]}-", dir=folder.parent))
+    try:
+        aside = Path(tempfile.mkdtemp(prefix=f".bad-{folder.name[:16]}-", dir=folder.parent))
+    except OSError:
+        return            # a read-only root: the entry stays, never used
     try:
         os.rename(folder, aside / "entry")
     except OSError:

@@ -138,6 +138,18 @@ def test_it_overwrites_nothing_and_refuses_a_bad_name(tmp_path):
         assert out.returncode == 2 and "Python identifier" in out.stderr, out.stderr
 
 
+@pytest.mark.parametrize("name, said", [("f32_reduction", "already a registered family"),
+                                        ("a" * 300, "at most 64")])
+def test_it_refuses_a_registered_or_overlong_id(tmp_path, name, said):
+    """Issue 47 defect 10: on 60769d1 f32_reduction was written and registered (once installed,
+    every session in that environment stopped at the duplicate), a 300-character id a traceback."""
+    root = team_project(tmp_path)
+    out = new_family(root, name)
+    assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (root / "src" / "swiglu_ops" / name[:64]).exists()
+    assert "entry-points" not in (root / "pyproject.toml").read_text()
+
+
 @pytest.mark.parametrize("layout", ["none", "two"])
 def test_it_asks_which_package_when_it_cannot_tell(tmp_path, layout):
     if layout == "two":
@@ -172,3 +184,22 @@ def test_a_compile_error_keeps_program_command_and_output_in_the_report_folder(t
     assert "error" in (root / "rep" / "failures" / f"{stem}.output.txt").read_text()
     assert "program" not in case["detail"], "the program is in failures/, not in every results file"
     assert "kept for reading" in res.stdout
+
+
+def test_a_program_that_raises_is_left_out_of_compile_ahead(tmp_path):
+    """Issue 47 defect 6: one case whose program() raises killed the session at compile-ahead
+    planning on 60769d1 (INTERNALERROR, 0 cases, exit 3); it is left out of the plan, reports it
+    when it runs, and the other cases run as with --accel-compile-ahead 0."""
+    root = team_project(tmp_path)
+    assert new_family(root, "swiglu").returncode == 0
+    program = root / "src" / "swiglu_ops" / "swiglu" / "iree_program.py"
+    program.write_text(program.read_text().replace(
+        '    n = math.prod(case.params["shape"])\n',
+        '    n = math.prod(case.params["shape"])\n    if n == 1000:\n        raise ValueError("the family\'s own bug")\n'))
+    env = install_metadata(root)
+    res = run_pytest(root, env, "--hw", "iree-cpu", "--accel-compile-ahead", "2")
+    assert "INTERNALERROR" not in res.stdout + res.stderr, res.stdout[-3000:] + res.stderr[-3000:]
+    cases = json.loads((root / "rep" / "results.json").read_text())["cases"]
+    verdicts = sorted(c["verdict"] for c in cases)
+    assert verdicts == ["CRASH", "PASS", "PASS"], verdicts
+    assert "the family's own bug" in next(c for c in cases if c["verdict"] == "CRASH")["message"]
