@@ -227,7 +227,7 @@ def _write_tensor(case_dir: Path, stem: str, value) -> dict:
     a = _as_array(value)
     stored, dtype = _storable(a)
     rel = f"{stem}.npy"
-    np.save(case_dir / rel, np.ascontiguousarray(stored), allow_pickle=False)
+    np.save(case_dir / rel, np.require(stored, requirements='C'), allow_pickle=False)   # 0-d stays 0-d
     return {"kind": "tensor", "dtype": dtype, "shape": list(a.shape), "file": rel, "sha256": _sha256(case_dir / rel)}
 
 

@@ -54,9 +54,13 @@ def cases(base_seed: int = 0, modules=None) -> list[Case]:
     return [make_case(e, corpus.folder.name, base_seed) for e in corpus.index["cases"]]
 
 
-@lru_cache(maxsize=8)
 def corpus_of(key: str) -> C.Corpus:
-    return C.Corpus(C.root() / key)
+    return _corpus_at(C.root() / key)
+
+
+@lru_cache(maxsize=8)
+def _corpus_at(folder) -> C.Corpus:
+    return C.Corpus(folder)
 
 
 def entry(case: Case) -> dict:
@@ -148,9 +152,11 @@ def output_contract(case: Case) -> dict:
         items = [(name, v)] if v["kind"] == "tensor" else (
             [(f"{name}[{j}]", t) for j, t in enumerate(v["items"])] if v["kind"] == "sequence" else [])
         for n, t in items:
+            if t["dtype"] in ("str", "bytes"):      # the width of U varies: compared in the test
+                continue
             try:
                 np.dtype(t["dtype"])
-            except TypeError:       # strings, and ml_dtypes' types numpy has no name for: shape checked in compare
+            except TypeError:       # ml_dtypes' types, which numpy has no name for
                 continue
             out[n] = (t["dtype"], tuple(t["shape"]))
     return out
