@@ -124,7 +124,7 @@ class Corpus:
     def values(self, name: str, side: str) -> list:
         """The case's inputs or outputs (``side``: "inputs" / "outputs"), each an array, a list of
         arrays (a sequence) or None (an absent optional)."""
-        out = []
+        out: list = []
         for v in self.cases[name][side]:
             if v["kind"] == "tensor":
                 out.append(self.tensor(name, v))
@@ -279,7 +279,7 @@ def _check_against_evaluator(model, inputs, outputs, rtol: float, atol: float) -
                 worst = max(worst, float(d.max()))
                 inside = bool((d <= atol + rtol * np.abs(np.where(np.isfinite(ef), ef, 0.0))).all())
             status = status if status == "differs" else ("within corpus tolerance" if inside else "differs")
-    out = {"status": status}
+    out: dict[str, Any] = {"status": status}
     if status != "agrees":
         out["max_abs"] = worst
     return out
@@ -330,11 +330,11 @@ def generate(out: Path, seed: int, modules: Optional[Sequence[str]] = None) -> d
     entries = []
     for c in cases:
         graph = c.model.graph
-        m = _EXPANDED.match(c.name)
+        base = _EXPANDED.match(c.name)
         # An expanded case (the op's function body as nodes) follows the case it expands.
-        expanded = m is not None and m.group("base") in op_of
-        if expanded:
-            op_type = op_of[m.group("base")]
+        expanded = base is not None and base.group("base") in op_of
+        if base is not None and expanded:
+            op_type = op_of[base.group("base")]
         else:
             op_type = graph.node[0].op_type if graph.node else ""
             op_of[c.name] = op_type

@@ -153,7 +153,7 @@ def float64_outputs(model, op_type: str, inputs: list) -> tuple[Optional[list], 
                 mag = ReferenceEvaluator(_retyped(model, True)).run(None, dict(zip(names, absin)))
     except Exception as exc:
         return None, None, f"ReferenceEvaluator at double raised {type(exc).__name__}"
-    for r in ref + (mag or []):
+    for r in list(ref) + list(mag or []):
         if np.asarray(r).dtype != np.float64:
             return None, None, f"ReferenceEvaluator at double returned {np.asarray(r).dtype}"
     return [np.asarray(r) for r in ref], None if mag is None else [np.asarray(r) for r in mag], ""

@@ -40,15 +40,16 @@ def _version() -> Optional[str]:
     return None
 
 
+def _described(provider: str) -> str:
+    return f"each case's ONNX model run by onnxruntime on {provider}"
+
+
 class OnnxRuntimeBackend(Backend):
     kind = "runtime"
     provider = "CPUExecutionProvider"
+    description = _described(provider)
     default_timeout_s = 120.0
     program_kinds = (ONNX_PROGRAMS,)
-
-    @property
-    def description(self) -> str:
-        return f"each case's ONNX model run by onnxruntime on {self.provider}"
 
     def availability(self) -> Optional[str]:
         if importlib.util.find_spec("onnxruntime") is None:
@@ -124,27 +125,34 @@ _NOT_NUMPY = ("bfloat16", "float8", "float4", "int4", "uint4", "int2", "uint2")
 
 class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
     provider = "CUDAExecutionProvider"
+    description = _described(provider)
 
 
 class OnnxRuntimeRocmBackend(OnnxRuntimeBackend):
     provider = "ROCMExecutionProvider"
+    description = _described(provider)
 
 
 class OnnxRuntimeMigraphxBackend(OnnxRuntimeBackend):
     provider = "MIGraphXExecutionProvider"      # AMD GPUs since the ROCm EP left onnxruntime
+    description = _described(provider)
 
 
 class OnnxRuntimeOpenVinoBackend(OnnxRuntimeBackend):
     provider = "OpenVINOExecutionProvider"
+    description = _described(provider)
 
 
 class OnnxRuntimeVitisAiBackend(OnnxRuntimeBackend):
     provider = "VitisAIExecutionProvider"       # AMD Ryzen AI NPUs
+    description = _described(provider)
 
 
 class OnnxRuntimeCannBackend(OnnxRuntimeBackend):
     provider = "CANNExecutionProvider"          # Ascend
+    description = _described(provider)
 
 
 class OnnxRuntimeQnnBackend(OnnxRuntimeBackend):
     provider = "QNNExecutionProvider"           # Qualcomm NPUs
+    description = _described(provider)
