@@ -146,11 +146,14 @@ def ensure(seed: int = 0, modules: Optional[Sequence[str]] = None, python: Optio
     folder = top / key(seed, modules)
     if (folder / "index.json").is_file():
         return Corpus(folder)
-    top.mkdir(parents=True, exist_ok=True)
-    with open(top / f".{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / "index.json").is_file():
-            _generate_into(folder, seed, modules, python or sys.executable)
+    try:
+        top.mkdir(parents=True, exist_ok=True)
+        with open(top / f".{folder.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (folder / "index.json").is_file():
+                _generate_into(folder, seed, modules, python or sys.executable)
+    except OSError as exc:
+        raise CorpusError(f"the ONNX corpus cannot be kept under {top}: {exc}") from None
     return Corpus(folder)
 
 

@@ -1,5 +1,6 @@
 """The corpus as a case source: deterministic, shifted by the golden seed, checked on read."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,14 +69,24 @@ def test_without_onnx_the_corpus_says_how_to_get_it(monkeypatch):
         C.ensure(0, MODULES)
 
 
+def _session(tmp_path, cache: Path, *args) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCEL_", "XDG_"))}
+    env.update({"ACCEL_CACHE_DIR": str(cache), "ACCEL_HISTORY": "none"})
+    repo = Path(__file__).resolve().parents[4]
+    return subprocess.run([sys.executable, "-m", "pytest", "tests/test_onnx_corpus.py", "--hw", "onnxruntime", "-q",
+                           "-p", "no:cacheprovider", "-n", "0", "--report-dir", str(tmp_path / "reports"), *args],
+                          cwd=repo, env=env, capture_output=True, text=True).stdout
+
+
 def test_without_m_corpus_the_module_generates_nothing(tmp_path):
     """The corpus is opt-in like ``large``: a default run deselects its one placeholder item and
     leaves the cache root without a corpus."""
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("ACCEL_", "XDG_"))}
-    env.update({"ACCEL_CACHE_DIR": str(tmp_path / "cache"), "ACCEL_HISTORY": "none"})
-    repo = Path(__file__).resolve().parents[4]
-    done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_onnx_corpus.py", "--hw", "onnxruntime", "-q",
-                           "-p", "no:cacheprovider", "-n", "0", "--report-dir", str(tmp_path / "reports")],
-                          cwd=repo, env=env, capture_output=True, text=True)
-    assert "1 deselected" in done.stdout, done.stdout[-2000:]
+    out = _session(tmp_path, tmp_path / "cache")
+    assert "1 deselected" in out, out[-2000:]
     assert not (tmp_path / "cache" / C.CACHE_NAME).exists()
+
+
+def test_a_corpus_that_cannot_be_kept_is_one_error_with_the_reason(tmp_path):
+    (tmp_path / "file").write_text("")
+    out = _session(tmp_path, tmp_path / "file", "-m", "corpus")
+    assert "1 error" in out and "the ONNX corpus cannot be kept under" in out and "Traceback" not in out, out[-2000:]
