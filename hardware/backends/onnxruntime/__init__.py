@@ -126,33 +126,40 @@ _NOT_NUMPY = ("bfloat16", "float8", "float4", "int4", "uint4", "int2", "uint2")
 class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
     provider = "CUDAExecutionProvider"
     description = _described(provider)
+    memory_bound = "device"      # its driver reserves large virtual ranges (core/isolation/bounds.py)
 
 
 class OnnxRuntimeRocmBackend(OnnxRuntimeBackend):
     provider = "ROCMExecutionProvider"
     description = _described(provider)
+    memory_bound = "device"      # its driver reserves large virtual ranges (core/isolation/bounds.py)
 
 
 class OnnxRuntimeMigraphxBackend(OnnxRuntimeBackend):
     provider = "MIGraphXExecutionProvider"      # AMD GPUs since the ROCm EP left onnxruntime
     description = _described(provider)
+    memory_bound = "device"      # its driver reserves large virtual ranges (core/isolation/bounds.py)
 
 
 class OnnxRuntimeOpenVinoBackend(OnnxRuntimeBackend):
     provider = "OpenVINOExecutionProvider"
     description = _described(provider)
+    memory_bound = "device"      # its driver reserves large virtual ranges (core/isolation/bounds.py)
 
 
 class OnnxRuntimeVitisAiBackend(OnnxRuntimeBackend):
     provider = "VitisAIExecutionProvider"       # AMD Ryzen AI NPUs
     description = _described(provider)
+    memory_bound = "device"      # its driver reserves large virtual ranges (core/isolation/bounds.py)
 
 
 class OnnxRuntimeCannBackend(OnnxRuntimeBackend):
     provider = "CANNExecutionProvider"          # Ascend
     description = _described(provider)
+    memory_bound = "device"      # its driver reserves large virtual ranges (core/isolation/bounds.py)
 
 
 class OnnxRuntimeQnnBackend(OnnxRuntimeBackend):
     provider = "QNNExecutionProvider"           # Qualcomm NPUs
     description = _described(provider)
+    memory_bound = "device"      # its driver reserves large virtual ranges (core/isolation/bounds.py)
