@@ -247,6 +247,7 @@ def pytest_configure(config):
                                 "or names only (a simulator's default-run budget), by default elsewhere")
         config.addinivalue_line("markers", "input_classes: the input-class cases beyond the default few per "
                                 "family, excluded by default; run with -m input_classes")
+        config.addinivalue_line("markers", "corpus: the ONNX node corpus's cases, excluded by default; run with -m corpus")
         config.addinivalue_line("markers", "backends(*names): the test is a stage of these backends only; "
                                 "NOT_APPLICABLE on the others")
     for opt in OPTIONS:

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-_OPT_IN = {"large": re.compile(r"\blarge\b"), "input_classes": re.compile(r"\binput_classes\b")}
+_OPT_IN = {"large": re.compile(r"\blarge\b"), "input_classes": re.compile(r"\binput_classes\b"),
+           "corpus": re.compile(r"\bcorpus\b")}
 _USER_EXPR = pytest.StashKey[str]()
 _SELECTED = pytest.StashKey[list]()
 

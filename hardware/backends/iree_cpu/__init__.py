@@ -129,7 +129,8 @@ class IreeCpuBackend(Backend):
         compiled = self.compile(case, program)
         ctx = _load(str(compiled.vmfb))
         fn = ctx.modules.module[compiled.symbol(program.entry)]
-        args = [np.ascontiguousarray(inputs[n]) for n in program.inputs]
+        # np.require, not np.ascontiguousarray: that makes a 0-d array (a scalar operand) 1-d.
+        args = [np.require(inputs[n], requirements="C") for n in program.inputs]
         try:
             results = fn(*args)
         except Exception as exc:

@@ -94,9 +94,18 @@ def _batch_job(todo: list[Request], shared_files: bool) -> Callable[[], None]:
 def case_jobs(cases, source: Callable[[Program], tuple[str, tuple[str, ...]]], **batching
               ) -> list[tuple[int, Callable[[], None]]]:
     """``jobs`` for every program of every case's plan, ``source(program)`` giving the text and
-    flags the backend compiles it with (what Backend.ahead returns for an IREE backend)."""
+    flags the backend compiles it with (what Backend.ahead returns for an IREE backend). A case
+    whose plan cannot be made (an importer that rejects its model) is left to its run, which says so."""
     return jobs((Request(i, *source(p), name=f"{c.op}/{c.id}/{p.entry}") for i, c in enumerate(cases)
-                 for p in plan_for(c)), **batching)
+                 for p in _plan_or_none(c)), **batching)
+
+
+def _plan_or_none(case) -> tuple:
+    from accel_regress.core.errors import VerdictError
+    try:
+        return plan_for(case)
+    except VerdictError:
+        return ()
 
 
 def jobs(requests: Iterable[Request], *, batch: int = BATCH, first_batch: int = FIRST_BATCH,

@@ -92,7 +92,7 @@ def run(vmfb: Path, device: str, entry: str, args: Sequence[np.ndarray], outputs
         folder = Path(tmp)
         argv = [tool, f"--device={device}", f"--module={vmfb}", f"--function={entry}"]
         for i, arg in enumerate(args):
-            np.save(folder / f"in{i}.npy", np.ascontiguousarray(arg), allow_pickle=False)
+            np.save(folder / f"in{i}.npy", np.require(arg, requirements="C"), allow_pickle=False)   # 0-d stays 0-d
             argv.append(f"--input=@{folder / f'in{i}.npy'}")
         if len(types) != len(outputs):
             raise Crash(f"{what}: {entry} returns {len(types)} results, the program declares {len(outputs)} "
