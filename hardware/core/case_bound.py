@@ -5,23 +5,25 @@ worker at a time; outside a case (compile ahead, a script) nothing is known."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import time
 from typing import Iterator, Optional
 
-_deadline: Optional[float] = None
+# A context variable, not a module global: the deadline is the running case's, and a thread the
+# case did not start (compile ahead) sees none.
+_deadline: contextvars.ContextVar[Optional[float]] = contextvars.ContextVar("accel_case_deadline", default=None)
 
 
 @contextlib.contextmanager
 def running(bound_s: Optional[float]) -> Iterator[None]:
-    global _deadline
-    before = _deadline
-    _deadline = time.monotonic() + bound_s if bound_s else None
+    token = _deadline.set(time.monotonic() + bound_s if bound_s else None)
     try:
         yield
     finally:
-        _deadline = before
+        _deadline.reset(token)
 
 
 def left() -> Optional[float]:
     """Seconds left of the running case's bound (None: no case is running here)."""
-    return None if _deadline is None else max(0.0, _deadline - time.monotonic())
+    deadline = _deadline.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())

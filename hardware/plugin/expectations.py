@@ -356,7 +356,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.section("accel-regress expectations")
     tr.write_line(f"known bugs: {len(summary['xfail'])} XFAIL, {len(summary['not_attempted'])} not attempted "
                   f"(known HANG/CRASH; --run-known-hangs to try), {len(summary['xpass'])} XPASS")
-    from accel_regress.results.report.escape import term_text
+    from accel_regress.util.escape import term_text
     for nodeid in summary["xpass"]:
         tr.write_line(term_text(f"XPASS, the bug looks fixed: remove its entry: {nodeid}"))
     for e in summary["stale"]:

@@ -13,7 +13,7 @@ import pytest
 
 from accel_regress.core import verdicts
 from accel_regress.results import report_dir
-from accel_regress.results.report.escape import term_text
+from accel_regress.util.escape import term_text
 from accel_regress.util import strict_json
 from accel_regress.core.errors import SetupError, VerdictError
 from accel_regress.plugin import engagement, isolation, selection, spelling

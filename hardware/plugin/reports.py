@@ -19,7 +19,7 @@ import pytest
 
 from accel_regress.results.report_dir import clear_own
 from accel_regress.results.report import heatmap
-from accel_regress.util import own_folder
+from accel_regress.core import own_folder
 from accel_regress.results.report.tables import slug
 
 _MAP = pytest.StashKey[dict]()

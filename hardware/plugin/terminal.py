@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from accel_regress.results.report.escape import term_text
+from accel_regress.util.escape import term_text
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)   # outermost: after pytest's short summary, so last

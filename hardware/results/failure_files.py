@@ -64,7 +64,7 @@ def keep(report_dir: Path, slug: str, verdict: str, detail: dict) -> Optional[st
     files = files_for(detail)
     if not files:
         return None
-    from accel_regress.util import own_folder
+    from accel_regress.core import own_folder
     from accel_regress.util.atomic import write_atomic
     folder = Path(report_dir) / FOLDER
     size = sum(len(t.encode("utf-8", "replace")) for t in files.values())

@@ -50,7 +50,7 @@ from accel_regress.results import completeness, record as results, skip_rules
 from accel_regress.util import schemas
 from accel_regress.core import verdicts
 from accel_regress.results.keys import device_of, test_key
-from accel_regress.results.report.escape import term_text
+from accel_regress.util.escape import term_text
 
 FAILURES = (verdicts.FAIL, verdicts.FLAKY, verdicts.HANG, verdicts.CRASH, verdicts.COMPILE_ERROR,
             verdicts.INTERRUPTED)

@@ -57,7 +57,7 @@ def clear(folder: Path) -> None:
 def clear_own(folder: Path, patterns) -> None:
     """Remove the files matching each (subfolder, pattern); a subfolder that is a planted link
     (removed) or another user's is left alone: never a deletion where a link points."""
-    from accel_regress.util import own_folder
+    from accel_regress.core import own_folder
     for sub, pattern in patterns:
         if sub:
             if not (folder / sub).exists() and not (folder / sub).is_symlink():

@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from accel_regress.util import build_seal, own_folder
+from accel_regress.core import own_folder
+from accel_regress.core import build_seal
 from accel_regress.util.derived_cache import user_cache
 
 ENV = "MESA_SHADER_CACHE_DIR"

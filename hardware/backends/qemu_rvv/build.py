@@ -45,7 +45,8 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.core.errors import CompileError
-from accel_regress.util import build_seal, children
+from accel_regress.core import build_seal
+from accel_regress.util import children
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import Program, program_for
 from accel_regress.backends.qemu_rvv import schedule as sched_mod
@@ -421,7 +422,7 @@ def _built_once(root: Path, key: str, name: str, build: Callable[[Path], object]
     """``<root>/<key[:32]>/<name>``, built by ``build(folder)`` unless a signed entry holds it. A
     harness is code qemu-user runs on the host's behalf (a guest's execve runs a host program),
     so an entry is used only when its index carries this machine's signature and every file
-    matches (hardware/util/build_seal.py, as for IREE modules); one that does not is rebuilt,
+    matches (hardware/core/build_seal.py, as for IREE modules); one that does not is rebuilt,
     never run. One build per key: another worker or the compile-ahead thread may be building it
     now (a claim); a folder is signed, then renamed into place whole."""
     final = root / key[:32]

@@ -24,7 +24,7 @@ PROG = "accel-regress history"
 
 
 def _say(text: str = "") -> None:
-    from accel_regress.results.report.escape import term_text
+    from accel_regress.util.escape import term_text
     print(term_text(text))
 
 

@@ -20,7 +20,7 @@ from typing import Optional
 from accel_regress.results import gate, record as results
 from accel_regress.results.report import csv_export, heatmap, html, markdown, pr_comment
 from accel_regress.results.report.tables import Model, slug
-from accel_regress.util import own_folder
+from accel_regress.core import own_folder
 
 MAX_HEATMAPS = 100
 MAX_KNOWN_HEATMAPS = 12

@@ -1,6 +1,6 @@
 """The test x device matrix as CSV (as IRON's CI summary keeps it): ``matrix.csv`` with a column per
 device, and ``matrix-<device>.csv`` per device with stage, time and the first line of the message.
-No cell starts a spreadsheet formula (hardware/results/report/escape.py ``csv_cell``)."""
+No cell starts a spreadsheet formula (hardware/util/escape.py ``csv_cell``)."""
 from __future__ import annotations
 
 import csv
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from accel_regress.util.atomic import write_atomic
-from accel_regress.results.report.escape import csv_cell
+from accel_regress.util.escape import csv_cell
 from accel_regress.results.report.tables import Model, first_line
 
 

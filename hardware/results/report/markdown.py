@@ -1,9 +1,9 @@
 """summary.md: the family x device counts, the test x device matrix, then every failure with its
 census and heatmap. Plain GitHub markdown, so it can be pasted into a job summary or a PR; every
-text that comes from the run goes through hardware/results/report/escape.py (it can be chosen by anyone)."""
+text that comes from the run goes through hardware/util/escape.py (it can be chosen by anyone)."""
 from __future__ import annotations
 
-from accel_regress.results.report.escape import md_code, md_text
+from accel_regress.util.escape import md_code, md_text
 from accel_regress.results.report.tables import Model, census_lines, slug
 from accel_regress.results.summary import rerun_line
 

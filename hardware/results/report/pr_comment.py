@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from accel_regress.results.report.escape import md_code, md_text
+from accel_regress.util.escape import md_code, md_text
 from accel_regress.results.report.tables import LABEL, ORDER, Model, first_line
 
 MAX_LISTED = 10

@@ -13,7 +13,7 @@ Flags may name files inside the output folder with the placeholder ``{out}``
 
 Every entry carries ``index.json`` (schema hardware/util/schemas/build-cache-entry.schema.json): the
 key, the output's name and the size and sha256 of every file, signed with the golden store's key
-(kept outside the root: hardware/util/build_seal.py), written inside the temporary folder before
+(kept outside the root: hardware/core/build_seal.py), written inside the temporary folder before
 the rename. A module is code the suite runs and a checksum anyone can recompute, so a hit is
 trusted only once its index validates, its signature is this machine's and every file matches
 it (checked once per process and entry, again when a file's inode or ctime changes); an entry that does not (truncated,
@@ -69,7 +69,8 @@ try:
 except ImportError:          # not POSIX: no claims, a duplicate compile at worst (the rename race)
     fcntl = None  # type: ignore[assignment]
 
-from accel_regress.util import build_seal, children, own_folder
+from accel_regress.core import build_seal, own_folder
+from accel_regress.util import children
 from accel_regress.util.atomic import write_atomic
 from accel_regress.toolchains.iree import host_target
 from accel_regress.util.derived_cache import user_cache
@@ -423,7 +424,7 @@ _states: dict[Path, tuple[bool, bool]] = {}       # folder -> (entries may be re
 def _state(root: Path) -> tuple[bool, bool]:
     """Whether entries in ``root`` may be read and builds kept there: only in a folder of this
     user's (unless the golden store is declared shared), never a planted link
-    (hardware/util/own_folder.py); a folder that cannot be written (a read-only mount, a restored
+    (hardware/core/own_folder.py); a folder that cannot be written (a read-only mount, a restored
     copy) is read, its signed entries used as they are. Asked once per process and folder; one
     that cannot keep builds is said once (a setup line, never a case's verdict), and what is
     built goes to ``scratch()``."""
@@ -561,7 +562,7 @@ _verified = build_seal._verified     # entries already checked in this process
 
 def entry_problem(folder: Path, key: str, output: str) -> Optional[str]:
     """None when the entry's index validates, is signed with this machine's key
-    (hardware/util/build_seal.py) and every file it lists matches; else what is wrong."""
+    (hardware/core/build_seal.py) and every file it lists matches; else what is wrong."""
     return build_seal.entry_problem(folder, key, output)
 
 

@@ -1,7 +1,7 @@
 """Issue 47 S2: a symbolic link planted where the suite writes (a claim file, a folder of the cache
 root, a folder of the report folder) is removed and refused, never written or cleared through,
 and a folder another user owns is refused: the golden store's rule (golden/store_folder.py),
-applied through hardware/util/own_folder.py. Each test is an attack 60769d1 fell for (the file
+applied through hardware/core/own_folder.py. Each test is an attack 60769d1 fell for (the file
 the link names created, the victim's files deleted, the harness linked into the victim)."""
 import os
 
@@ -115,6 +115,6 @@ def test_a_report_subfolder_of_another_user_is_refused(tmp_path):
     said = failure_files.keep(r, "case-1", verdicts.CRASH, _detail())
     assert "could not be kept" in said and "owned by uid 65534" in said
     assert not os.listdir(r / "failures")
-    from accel_regress.util import own_folder
+    from accel_regress.core import own_folder
     with pytest.raises(own_folder.Refused):
         own_folder.own_subdir(r, "failures")

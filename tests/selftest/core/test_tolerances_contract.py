@@ -104,7 +104,9 @@ REFERENCE_CASES = {
 
 def test_reference_is_a_checked_member_of_the_golden_contract():
     assert "reference" in contracts._members(contracts.GoldenModule)[1]
-    assert set(REFERENCE_CASES) == set(registry.registrations("family"))
+    # onnx_node's references are the corpus's own outputs or ReferenceEvaluator's, checked by its
+    # selftests (tests/selftest/families/onnx_node/) on generated cases.
+    assert set(REFERENCE_CASES) == set(registry.registrations("family")) - {"onnx_node"}
 
 
 @pytest.mark.parametrize("op", sorted(REFERENCE_CASES))

@@ -86,7 +86,11 @@ def test_plain_pytest_ships_as_generated(tmp_path):
     assert summary.splitlines()[1].startswith("SHIP"), summary
     cases = json.loads((root / "reports" / "results.json").read_text())["cases"]
     verdicts = {(c["backend"], c["verdict"]) for c in cases}
-    assert ("torch-cpu", "PASS") in verdicts and {v for _, v in verdicts} == {"PASS"}, sorted(verdicts)
+    # The scaffold writes no ONNX program yet (issue 45's onnxruntime backends read one): those
+    # cases are NOT_APPLICABLE, once per family and backend, and the run still ships.
+    assert ("torch-cpu", "PASS") in verdicts, sorted(verdicts)
+    assert {v for b, v in verdicts if not b.startswith("onnxruntime")} == {"PASS"}, sorted(verdicts)
+    assert {v for b, v in verdicts if b.startswith("onnxruntime")} <= {"NOT_APPLICABLE"}, sorted(verdicts)
 
 
 def test_a_backend_without_the_familys_program_is_not_applicable_and_ships(tmp_path):

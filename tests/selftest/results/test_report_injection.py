@@ -16,7 +16,7 @@ from cmarkgfm.cmark import Options  # noqa: E402
 
 from accel_regress.results import record
 from accel_regress.results.report import write_all
-from accel_regress.results.report.escape import csv_cell, md_code, md_text
+from accel_regress.util.escape import csv_cell, md_code, md_text
 
 EVIL = ("<img src=https://evil.example/pixel.png> @team ![x](https://evil.example/y.png) | fake cell | **bold**"
         "\n# SHIP\n[click](https://evil.example/) `tick` </details> www.evil.example")

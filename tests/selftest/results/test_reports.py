@@ -104,7 +104,7 @@ def _terminal_section(report_dir: Path) -> list[str]:
 
 def _md(path: Path) -> str:
     """A Markdown report as its reader sees the run's text: CommonMark's backslash escapes of ASCII
-    punctuation undone, and the word joiners that break @mentions taken out (report/escape.py)."""
+    punctuation undone, and the word joiners that break @mentions taken out (util/escape.py)."""
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", path.read_text()).replace("\u2060", "")
 
 

@@ -1,7 +1,7 @@
 """Issue 47 S3: text a run chose (a test id, a case's message, a history note) reaches a terminal
 through `gate` and through the session's own summary: an escape sequence in it (CSI erasing the
 screen, OSC 8 hiding a link behind innocent text, OSC 52 writing the clipboard) must show as
-its escape (term_text, hardware/results/report/escape.py), never act."""
+its escape (term_text, hardware/util/escape.py), never act."""
 import json
 from pathlib import Path
 

@@ -1,6 +1,6 @@
 """Issue 47 S1 and defect 3: a qemu-rvv harness in the cache root is code the host runs (qemu-user
 is no sandbox: a guest's execve runs a host program), so an executable or a harness object is
-used only when its entry's index carries this machine's signature (hardware/util/build_seal.py)
+used only when its entry's index carries this machine's signature (hardware/core/build_seal.py)
 and every file matches. A planted harness that would create a marker file, its checksums
 recomputed, is never executed; a truncated or bit-flipped executable is rebuilt, not a CRASH or
 a FAIL every run."""

@@ -69,7 +69,7 @@ def test_a_forged_module_is_rebuilt_not_run(root, tmp_path, monkeypatch, capsys,
         doc.pop("mac", None), doc.pop("key_id", None)
     _recompute_checksums(entry, doc)
     if forgery == "another-key":            # the attacker signs with a key of its own
-        from accel_regress.util import build_seal
+        from accel_regress.core import build_seal
         monkeypatch.setenv("ACCEL_GOLDEN_CACHE_KEY_FILE", str(tmp_path / "attacker.key"))
         (entry / "index.json").write_text(json.dumps(build_seal.sign(
             {k: v for k, v in doc.items() if k not in ("mac", "key_id")})))
@@ -94,7 +94,7 @@ def test_an_unsigned_root_is_said_once(root, capsys):
         doc.pop("mac", None), doc.pop("key_id", None)
         (entry / "index.json").write_text(json.dumps(doc))
     capsys.readouterr()
-    from accel_regress.util import build_seal
+    from accel_regress.core import build_seal
     compiler._verified.clear()
     build_seal._said.clear()
     assert not compiler.compile_cached(ADD, _flags(), name="add").cached

@@ -66,7 +66,7 @@ def _new_process():
     compiler._verified.clear()
     for memo in ("_states", "_scratch_built"):
         getattr(compiler, memo, {}).clear()
-    from accel_regress.util import build_seal
+    from accel_regress.core import build_seal
     build_seal._said.clear()
 
 
