@@ -54,9 +54,9 @@ def _importer_version() -> str:
 def imported(model: bytes, name: str) -> str:
     """The model's MLIR as IREE's ONNX importer writes it (cached)."""
     key = hashlib.sha256(_importer_version().encode() + b"\0" + model).hexdigest()
-    text = _MLIR.read(key)
-    if text is not None:
-        return text.decode()
+    cached = _MLIR.read(key)
+    if cached is not None:
+        return cached.decode()
     with tempfile.TemporaryDirectory(prefix="accel-onnx-import-") as tmp:
         src, out = Path(tmp) / "model.onnx", Path(tmp) / "model.mlir"
         src.write_bytes(model)

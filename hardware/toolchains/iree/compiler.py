@@ -434,7 +434,7 @@ def _state(root: Path) -> tuple[bool, bool]:
             _states[root] = (True, os.access(root, os.W_OK))
             why = "it cannot be written"
         except own_folder.Refused as exc:
-            _states[root], why = (False, False), exc.strerror
+            _states[root], why = (False, False), exc.strerror or str(exc)
         except OSError as exc:      # cannot be made: a read-only root
             real = root.is_dir() and not root.is_symlink()
             _states[root], why = (real, False), exc.strerror or str(exc)
