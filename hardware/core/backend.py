@@ -33,6 +33,9 @@ class Backend:
     # The kinds of per-family program it reads (accel_regress.core.contracts.ProgramKind): each one's
     # entry-point group and contract. Declared here, so the core lists no kind of program.
     program_kinds: tuple = ()
+    # Backends whose known bugs (expectations/<name>.toml) are this one's too: a variant of their
+    # kernels (torch-cpu capped at an older oneDNN ISA). Each entry's own conditions still decide.
+    shares_expectations_of: tuple[str, ...] = ()
 
     def missing_files(self) -> list[str]:
         """The ``package_files`` not present in this installation, as paths."""
@@ -103,6 +106,12 @@ class Backend:
         again when it runs and gets the verdict. The cases are ones ``supports`` accepts. Default:
         nothing is built ahead."""
         return []
+
+    def process_env(self) -> dict[str, str]:
+        """Settings a library reads once per process, before its first use (oneDNN's
+        ``ONEDNN_MAX_CPU_ISA``). A backend with its own runs in an isolated worker of its own, set
+        before its first run, so no other backend's run has fixed them in that process first."""
+        return {}
 
     def preload_modules(self) -> list[str]:
         """Modules the isolated worker imports once before any case, so every run starts warm."""

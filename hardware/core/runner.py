@@ -35,6 +35,7 @@ class Job:
     timeout_s: float = 120.0
     env: Mapping[str, str] = field(default_factory=dict)   # e.g. the device id from --devices
     inputs_sha256: Optional[str] = None    # sha256_of(inputs): the isolation layer writes each content once
+    process_env: Mapping[str, str] = field(default_factory=dict)   # Backend.process_env: a worker of its own
 
 
 # Whether the injected fault changed the outputs of the last run in this process (backend_report
@@ -214,6 +215,14 @@ def invoke(job: Job, isolation=None) -> dict[str, np.ndarray]:
     """Run ``job`` in ``isolation`` (an accel_regress.core.isolation.Isolation), else in this process."""
     if isolation is not None:
         return isolation.run(job)
+    unset = {k: v for k, v in job.process_env.items() if os.environ.get(k) != v}
+    if unset:
+        # This process may have fixed them already (another backend's run): a verdict then would
+        # belong to another kernel path than the one the backend names.
+        settings = " ".join(f"{k}={v}" for k, v in unset.items())
+        raise Unsupported(f"{job.backend} needs {settings} set before its first use in a process; without "
+                          f"isolation (ACCEL_ISOLATION=none) every backend shares this one: run it isolated, "
+                          f"or export {settings}")
     os.environ.update(job.env)
     return execute(job)
 
@@ -290,7 +299,7 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     bound = timeout_s or ctx.case_timeout or backend.timeout(case)
     if ctx.progress is not None:     # a script says what it waits for: a hang is never a silent minute
         ctx.progress(f"{backend_name} {case.id}: running (bound {bound:g} s; --case-timeout changes it)")
-    job = Job(backend_name, case, dict(inputs), fault, bound, env, run.inputs_sha256)
+    job = Job(backend_name, case, dict(inputs), fault, bound, env, run.inputs_sha256, backend.process_env())
     start = time.perf_counter()
     try:
         run._outputs = invoke(job, isolation)

@@ -120,7 +120,8 @@ def pytest_collection_modifyitems(session, config, items):
     from accel_regress.core import registry
     for item in items:
         backend = _backend_of(item)
-        found = exp.candidates(backend, test_key(item.nodeid, backend))
+        key = test_key(item.nodeid, backend)
+        found = [e for source in _sources(backend) for e in exp.candidates(source, key)]
         if not found:
             continue
         state.matched.update((e.backend, e.test) for e in found)
@@ -130,6 +131,19 @@ def pytest_collection_modifyitems(session, config, items):
             _apply(item, found[0], backend)
         else:               # versions / device decide: known once the backend is asked, at set-up
             item.stash[_CANDIDATES] = found
+
+
+def _sources(backend: Optional[str]) -> list[Optional[str]]:
+    """Whose expectations hold for ``backend``: its own file's, then those of the backends it is a
+    variant of (Backend.shares_expectations_of)."""
+    from accel_regress.core import registry
+    if backend not in registry.KNOWN:
+        return [backend]
+    try:
+        shared = tuple(getattr(registry.get(backend), "shares_expectations_of", ()))
+    except registry.RegistrationError:     # the session names it with its own message
+        shared = ()
+    return [backend, *shared]
 
 
 def nothing_to_build(item) -> bool:

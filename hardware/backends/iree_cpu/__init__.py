@@ -33,6 +33,11 @@ HOST_FLAGS = ("--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu",
               "--iree-llvmcpu-target-cpu=host")
 
+def target_flags(cpu: str) -> tuple[str, ...]:
+    return tuple(f"--iree-llvmcpu-target-cpu={cpu}" if f.startswith("--iree-llvmcpu-target-cpu=") else f
+                 for f in HOST_FLAGS)
+
+
 # RISC-V flag variants (case.params['variant']) and VLENs the host build does not distinguish.
 HOST_VARIANTS = (None, riscv.BASELINE_VARIANT)
 HOST_VLENS = (None, riscv.BASELINE_VLEN)
@@ -82,11 +87,15 @@ class IreeCpuBackend(Backend):
                                  f"{riscv.BASELINE_VLEN} case of the same kind and shape")
         return None
 
+    # What --iree-llvmcpu-target-cpu names: "host" is what LLVM resolves on this machine.
+    target_cpu = "host"
+
     def versions(self) -> dict[str, str]:
         out = {"iree-compiler": compiler.compiler_version(), "iree-runtime": run_module.runtime_version(),
                "llvm": compiler.llvm_version(), **host_cpu.host().facts()}
         tool = compiler.tool_path()
-        target = host_target.resolved(tool, compiler.compiler_version()) if tool else {"error": "no iree-compile"}
+        target = host_target.resolved(tool, compiler.compiler_version(), self.target_cpu) if tool \
+            else {"error": "no iree-compile"}
         # The code path a verdict belongs to: the CPU IREE compiled for and the vector ISA it may use.
         out["target-cpu"] = target.get("cpu") or f"unresolved ({target.get('error')})"
         out["target-features"] = " ".join(f for f in host_target.enabled_features(target.get("cpu_features", ""))
@@ -106,7 +115,7 @@ class IreeCpuBackend(Backend):
         return ahead.case_jobs(cases, lambda p: (p.mlir, self._flags(p)))
 
     def _flags(self, program: Program) -> tuple[str, ...]:
-        return HOST_FLAGS + tuple(getattr(program, "compile_flags", ()))
+        return target_flags(self.target_cpu) + tuple(getattr(program, "compile_flags", ()))
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         plan = plan_for(case)

@@ -178,10 +178,15 @@ class TorchCpuBackend(TorchBackend):
         # pytorch/pytorch aten/src/ATen/native/mkldnn/Matmul.cpp use_mkldnn_bf16_matmul), which
         # decides expectations/torch-cpu.toml's subnormal entry: "1" yes, "0" no.
         from accel_regress.backends.torch_device import numerics, onednn
-        enabled = numerics.requested().get("mkldnn.enabled", torch.backends.mkldnn.enabled)
-        to_onednn = bool(torch.backends.mkldnn.is_available() and enabled and torch.ops.mkldnn._is_mkldnn_bf16_supported())
         cpu = host_cpu.host()
-        path = onednn.kernel_path(torch.__version__, numerics.requested())
+        path = onednn.kernel_path(torch.__version__, numerics.requested(), self.process_env().get(onednn.ISA_ENV))
+        if path.get("onednn-isa", "unknown").startswith("unknown"):
+            # No probe answer: this process's own answer, true where oneDNN is not capped apart.
+            enabled = numerics.requested().get("mkldnn.enabled", torch.backends.mkldnn.enabled)
+            to_onednn = bool(torch.backends.mkldnn.is_available() and enabled
+                             and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        else:       # the probe ran the GEMM under the worker's cap: whether oneDNN took it there
+            to_onednn = not path["onednn-bf16-matmul"].startswith(onednn.NOT_ONEDNN)
         # The device is the kernel path, not only the CPU: the same runner gives other verdicts
         # with oneDNN capped below AMX, and the history and gate must keep the two apart.
         device = f"{cpu.model} (oneDNN {path.get('onednn-isa', '?')}; bf16 matmul: {path.get('onednn-bf16-matmul', '?')})"

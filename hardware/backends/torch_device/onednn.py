@@ -17,11 +17,12 @@ import json
 import os
 import subprocess
 import sys
-from typing import Mapping
+from typing import Mapping, Optional
 
 from accel_regress.util import machine_memo
 
 ISA_ENV = "ONEDNN_MAX_CPU_ISA"
+NOT_ONEDNN = "not oneDNN"
 
 # 64x100 @ 100x256: over torch's oneDNN size threshold (m*n*k > 16**3) and K % 32 != 0, the
 # shape of the K-tail case oneDNN#5717 shows in.
@@ -48,7 +49,7 @@ def parse(text: str) -> dict[str, str]:
     only matmul is the bf16 GEMM (the convolution, run to make oneDNN print its ISA when the GEMM
     does not reach it, is a convolution primitive), so order does not matter: oneDNN's stdout is
     buffered apart from Python's."""
-    out = {"onednn-bf16-matmul": "not oneDNN (torch's own kernel)"}
+    out = {"onednn-bf16-matmul": f"{NOT_ONEDNN} (torch's own kernel)"}
     for line in text.splitlines():
         fields = line.strip().split(",")
         if not fields or fields[0] != "onednn_verbose":
@@ -64,8 +65,10 @@ def parse(text: str) -> dict[str, str]:
     return out
 
 
-def _probe(settings: Mapping[str, bool]) -> dict:
+def _probe(settings: Mapping[str, bool], cap: str) -> dict:
     env = {**os.environ, "ONEDNN_VERBOSE": "1"}
+    if cap:
+        env[ISA_ENV] = cap
     try:
         proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(dict(settings))], capture_output=True,
                               text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
@@ -79,9 +82,10 @@ def _probe(settings: Mapping[str, bool]) -> dict:
     return found
 
 
-def kernel_path(torch_version: str, settings: Mapping[str, bool]) -> dict[str, str]:
-    """The facts for this machine, this torch, this session's settings and ISA cap."""
-    cap = os.environ.get(ISA_ENV, "")
+def kernel_path(torch_version: str, settings: Mapping[str, bool], cap: Optional[str] = None) -> dict[str, str]:
+    """The facts for this machine, this torch, this session's settings and ISA cap (``cap``: the
+    backend's own, else the session's ONEDNN_MAX_CPU_ISA)."""
+    cap = cap or os.environ.get(ISA_ENV, "")
     facts = machine_memo.memo("onednn", (torch_version, cap, json.dumps(dict(settings), sort_keys=True)),
-                              lambda: _probe(settings))
+                              lambda: _probe(settings, cap))
     return {**facts, "onednn-max-cpu-isa": cap or "default (the CPU's best)"}

@@ -102,6 +102,10 @@ class Isolation:
         self._server: Optional[subprocess.Popen] = None
         self._ctrl: Optional[socket.socket] = None
         self._worker: Optional[_Worker] = None
+        # A backend with settings read once per process (Backend.process_env) has a warm worker of
+        # its own; the one not in use waits here, keyed by those settings ("": none).
+        self._worker_key = ""
+        self._parked: dict[str, _Worker] = {}
         self._spawned = 0
         self._inputs: "OrderedDict[str, tuple[list, int]]" = OrderedDict()   # digest -> (file index, bytes)
         self._inputs_bytes = 0
@@ -259,7 +263,16 @@ class Isolation:
         self._stop_server()
         self.start()
 
+    def _use_worker_of(self, process_env) -> None:
+        key = "\0".join(f"{k}={v}" for k, v in sorted((process_env or {}).items()))
+        if key == self._worker_key:
+            return
+        if self._worker is not None:
+            self._parked[self._worker_key] = self._worker
+        self._worker, self._worker_key = self._parked.pop(key, None), key
+
     def _run_once(self, job) -> dict[str, np.ndarray]:
+        self._use_worker_of(job.process_env)
         worker = self._worker or self._spawn()
         self._worker = worker
         self.stats["jobs"] += 1
@@ -268,6 +281,7 @@ class Isolation:
         try:
             msg = {"op": "run", "backend": job.backend, "case": job.case.to_json(),
                    "fault": _absolute_fault(job.fault), "timeout_s": job.timeout_s, "env": dict(job.env),
+                   "process_env": dict(job.process_env),
                    "cwd": os.getcwd(), "folder": str(folder),
                    "inputs": self._input_files(job) or transfer.write_arrays(folder, "in", job.inputs)}
             offset = self._log_size(worker)
@@ -460,12 +474,13 @@ class Isolation:
         return None if reply.get("ok") else f"{backend}.reset() raised {reply.get('exception')}"
 
     def retire_worker(self) -> None:
-        """End the warm worker, so the next run starts in a fresh one (--repeat alternates)."""
-        if self._worker is not None:
-            self._drop(self._worker)
+        """End the warm workers, so the next run starts in a fresh one (--repeat alternates)."""
+        for worker in [self._worker, *self._parked.values()]:
+            if worker is not None:
+                self._drop(worker)
+        self._parked.clear()
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._drop(self._worker)
+        self.retire_worker()
         self._stop_server()
         transfer.remove(self.dir)

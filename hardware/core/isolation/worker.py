@@ -48,6 +48,9 @@ def _run(msg: dict) -> dict:
     from accel_regress.core import runner
     from accel_regress.core.errors import Unsupported, VerdictError
 
+    # process_env first: this worker runs only jobs with these settings, so they are in place
+    # before the first run's library reads them.
+    os.environ.update(msg.get("process_env") or {})
     os.environ.update(msg.get("env") or {})
     cwd = msg.get("cwd")
     if cwd and os.path.isdir(cwd):
@@ -55,7 +58,7 @@ def _run(msg: dict) -> dict:
     case = Case.from_json(msg["case"])
     inputs = transfer.read_arrays(msg["inputs"])
     job = runner.Job(msg["backend"], case, inputs, msg.get("fault"), float(msg["timeout_s"]),
-                     env=dict(msg.get("env") or {}))
+                     env=dict(msg.get("env") or {}), process_env=dict(msg.get("process_env") or {}))
     start = time.perf_counter()
     try:
         _bound_memory(job.backend)

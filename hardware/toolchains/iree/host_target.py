@@ -42,12 +42,12 @@ def parse(text: str) -> Optional[tuple[str, str]]:
     return (m.group(1), m.group(2)) if m else None
 
 
-def _probe(tool: str) -> dict:
+def _probe(tool: str, cpu: str = "host") -> dict:
     with tempfile.TemporaryDirectory(prefix="accel-host-target-") as tmp:
         src = Path(tmp) / "probe.mlir"
         src.write_text(_PROBE)
         argv = [tool, str(src), "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
-                "--iree-llvmcpu-target-cpu=host", "--compile-to=hal", "--mlir-disable-threading",
+                f"--iree-llvmcpu-target-cpu={cpu}", "--compile-to=hal", "--mlir-disable-threading",
                 "-o", str(Path(tmp) / "probe.hal.mlir")]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
@@ -61,10 +61,11 @@ def _probe(tool: str) -> dict:
     return {"cpu": found[0], "cpu_features": found[1]}
 
 
-@lru_cache(maxsize=4)
-def resolved(tool: str, compiler_version: str) -> dict:
-    """{'cpu': 'znver1', 'cpu_features': '+adx,...'} (or {'error': why}) for this machine."""
-    return machine_memo.memo("iree-host-target", (tool, compiler_version), lambda: _probe(tool))
+@lru_cache(maxsize=8)
+def resolved(tool: str, compiler_version: str, cpu: str = "host") -> dict:
+    """{'cpu': 'znver1', 'cpu_features': '+adx,...'} (or {'error': why}) for this machine; ``cpu``
+    a named target (x86-64-v3) gives the features IREE compiles that one with."""
+    return machine_memo.memo("iree-host-target", (tool, compiler_version, cpu), lambda: _probe(tool, cpu))
 
 
 def identity(tool: str, compiler_version: str) -> str:

@@ -76,7 +76,7 @@ def test_the_onednn_5717_entry_is_conditioned_on_the_amx_kernel():
     key = "tests/test_gemm_partition_n.py::test_partition[M64-K100-N256-m16-k64-n64-c4-bT-cF-P4-bf16-C2-specials]"
     assert entry.glob.match(key) and entry.conditions.facts == {"onednn-bf16-matmul": "*amx*"}
     assert not entry.glob.match(key.replace("K100", "K512"))
-    assert "ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16" in entry.reason     # the rerun line that shows it passes below AMX
+    assert "--hw torch-cpu,torch-cpu-avx512-core-bf16" in entry.reason     # the rerun line that shows it passes below AMX
 
 
 def test_host_modules_are_keyed_by_the_cpu_iree_resolves_host_to(monkeypatch):
@@ -107,17 +107,37 @@ def test_iree_cpu_records_the_resolved_target():
     assert set(versions["target-features"].split()) <= set(host_target.enabled_features(target["cpu_features"]))
 
 
-def _k_tail_run(tmp_path, name, env):
-    reports = tmp_path / name
-    subprocess.run([sys.executable, "-m", "pytest", "tests/test_gemm_partition_n.py", "--hw", "torch-cpu", "-k", K_TAIL,
+def _verdicts(tmp_path, hw, k):
+    """{backend: its verdicts} of one real session of the GEMM family's cases ``k`` on ``hw``."""
+    reports = tmp_path / "reports"
+    subprocess.run([sys.executable, "-m", "pytest", "tests/test_gemm_partition_n.py", "--hw", hw, "-k", k,
                     "--report-dir", str(reports), "-p", "no:cacheprovider", "-q"], cwd=REPO, capture_output=True,
-                   text=True, env={**os.environ, **env}, timeout=600)
-    return {c["verdict"] for c in json.loads((reports / "results.json").read_text())["cases"]}
+                   text=True, timeout=600)
+    out: dict = {}
+    for c in json.loads((reports / "results.json").read_text())["cases"]:
+        out.setdefault(c["backend"], set()).add(c["verdict"])
+    return out
+
+
+def _cpu() -> str:
+    return f"this CPU ({host_cpu.host().model}: {' '.join(host_cpu.host().notable)})"
 
 
 @pytest.mark.skipif(not host_cpu.host().has("amx_bf16", "avx512_bf16"),
-                    reason=f"this CPU ({host_cpu.host().model}: {' '.join(host_cpu.host().notable)}) has no AMX "
-                           f"and AVX-512 BF16: oneDNN#5717 is AMX-only, and the cap below it needs AVX-512 BF16")
-def test_onednn_5717_is_xfail_on_amx_and_passes_below_it(tmp_path):
-    assert _k_tail_run(tmp_path, "amx", {}) == {"XFAIL"}
-    assert _k_tail_run(tmp_path, "capped", {onednn.ISA_ENV: "AVX512_CORE_BF16"}) == {"PASS"}
+                    reason=f"{_cpu()} has no AMX and AVX-512 BF16: oneDNN#5717 is AMX-only, and the variant "
+                           f"below it needs AVX-512 BF16")
+def test_onednn_5717_is_xfail_on_amx_and_passes_below_it_in_the_same_session(tmp_path):
+    got = _verdicts(tmp_path, "torch-cpu,torch-cpu-avx512-core-bf16", K_TAIL)
+    assert got == {"torch-cpu": {"XFAIL"}, "torch-cpu-avx512-core-bf16": {"PASS"}}, got
+
+
+@pytest.mark.skipif(not host_cpu.host().has("avx512_bf16", "avx512bw", "avx512vl", "avx512dq"),
+                    reason=f"{_cpu()} has no AVX-512 BF16: torch-cpu's bf16 GEMM is no brgemm here")
+def test_each_kernel_path_gives_its_own_verdict_in_one_session(tmp_path):
+    """The brgemm bf16 matmul flushes bf16 subnormals (expectations/torch-cpu.toml); oneDNN capped at
+    AVX512_CORE (an emulated bf16 dot product) and at AVX2 (torch's own kernel) keep them. One
+    session, the capped backends after the uncapped one: a capped run in the uncapped one's worker
+    (whose oneDNN fixed its ISA at its first GEMM) would flush too and FAIL."""
+    hw = "torch-cpu,torch-cpu-avx512-core,torch-cpu-avx2"
+    got = _verdicts(tmp_path, hw, "M192 and subnormal and (test_forward_values or test_partition)")
+    assert got == {"torch-cpu": {"XFAIL"}, "torch-cpu-avx512-core": {"PASS"}, "torch-cpu-avx2": {"PASS"}}, got
