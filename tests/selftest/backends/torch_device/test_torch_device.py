@@ -129,7 +129,8 @@ def test_a_bad_session_setting_is_a_reason_not_a_traceback(monkeypatch):
 def test_the_listing_names_every_torch_device_and_why_it_cannot_run():
     out = subprocess.run([sys.executable, "-m", "accel_regress"], cwd=REPO, capture_output=True, text=True)
     rows = {line.split()[0]: line for line in out.stdout.splitlines() if line.startswith("torch-")}
-    assert set(rows) == {"torch-cpu", "torch-cuda", "torch-xpu", "torch-mps", "torch-npu", "torch-privateuse1"}
+    assert set(rows) == {"torch-cpu", "torch-cuda", "torch-xpu", "torch-mps", "torch-npu", "torch-privateuse1",
+                         "torch-cpu-avx2", "torch-cpu-avx512-core", "torch-cpu-avx512-core-bf16"}
     assert rows["torch-cpu"].split()[2] == "yes"
     for name, row in rows.items():
         if name != "torch-cpu" and row.split()[2] == "no":
