@@ -46,7 +46,7 @@ def _bound_memory(backend: str) -> str:
 def _run(msg: dict) -> dict:
     from accel_regress.golden.case import Case
     from accel_regress.core import runner
-    from accel_regress.core.errors import Unsupported, VerdictError
+    from accel_regress.core.errors import HarnessError, Unsupported, VerdictError
 
     os.environ.update(msg.get("env") or {})
     cwd = msg.get("cwd")
@@ -68,6 +68,8 @@ def _run(msg: dict) -> dict:
                           "detail": _jsonable(exc.detail)}}
     except Unsupported as exc:
         return {"unsupported": str(exc)}
+    except HarnessError as exc:
+        return {"harness_error": {"message": exc.message, "detail": _jsonable(exc.detail)}}
     except MemoryError as exc:
         return {"memory_error": f"MemoryError: {exc}".rstrip(": "), "traceback": traceback.format_exc(limit=8)}
     except Exception as exc:

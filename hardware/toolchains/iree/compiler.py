@@ -69,13 +69,13 @@ try:
 except ImportError:          # not POSIX: no claims, a duplicate compile at worst (the rename race)
     fcntl = None  # type: ignore[assignment]
 
-from accel_regress.core import build_seal, own_folder
+from accel_regress.core import build_seal, harness_files, own_folder
 from accel_regress.util import children
 from accel_regress.util.atomic import write_atomic
 from accel_regress.toolchains.iree import host_target
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core import case_bound
-from accel_regress.core.errors import CompileError, Hang
+from accel_regress.core.errors import CompileError, HarnessError, Hang
 
 PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
 VMFB = "module.vmfb"
@@ -202,7 +202,15 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
     such as ``host.mlir`` with ``--compile-to=hal``); it is part of the key. ``{out}`` in a flag
     stands for the entry's folder. ``tool`` (default: the wheel's iree-compile), ``root`` (default:
     cache_root()) and ``on_error(proc, argv, name)`` let another IREE build share this cache logic.
+    A cache root or temporary folder that cannot hold the build raises ``HarnessError``.
     """
+    with harness_files.writing(f"IREE compile cache {root or cache_root()}"):
+        return _compile_cached(mlir, flags, timeout_s=timeout_s, name=name, output=output, tool=tool, root=root,
+                               on_error=on_error)
+
+
+def _compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float, name: str, output: str,
+                    tool: Optional[str], root: Optional[Path], on_error: Callable[..., CompileError]) -> Compiled:
     if tool is None:
         reason = availability()
         if reason:
@@ -297,6 +305,11 @@ def _build(mlir: str, flags: Sequence[str], final: Optional[Path], key: str, *, 
                                **kept}) from None
         seconds = time.perf_counter() - start
         if proc.returncode != 0 or not (tmp / output).is_file():
+            words = harness_files.said_by_tool(f"{_text(proc.stderr)}\n{_text(proc.stdout)}")
+            if words:       # its own write into our folder failed, not the program
+                raise HarnessError(f"{Path(argv[0]).name} could not write its output in {tmp.parent}: {words}: "
+                                   "the harness's own files, not the device",
+                                   detail={"diagnostic": _text(proc.stderr)[-DIAGNOSTIC_CHARS:]})
             error = on_error(proc, argv, name)
             for field_name, value in kept.items():
                 error.detail.setdefault(field_name, value)
@@ -372,7 +385,7 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
     root = cache_root()
     if not keeps(root):
         return None
-    with contextlib.ExitStack() as held:
+    with harness_files.writing(f"IREE compile cache {root}"), contextlib.ExitStack() as held:
         todo = []
         for text in dict.fromkeys(texts):
             key = _key(text, flags, output, None)
@@ -501,7 +514,12 @@ def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
             except FileNotFoundError:
                 current = None
             if current == os.fstat(fd).st_ino:
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)     # who holds it, for a waiter's message
+                try:
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)     # who holds it, for a waiter's message
+                except OSError:     # a full root: no claim left behind held (every waiter would wait it out)
+                    os.unlink(name, dir_fd=dirfd)
+                    os.close(fd)
+                    raise
                 break
             os.close(fd)        # its holder removed it between our open and our lock: claim the new one
         try:
