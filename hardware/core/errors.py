@@ -61,7 +61,8 @@ class HarnessError(Exception):
     verdict = "FAIL"
     stage = "harness"
 
-    def __init__(self, message: str, *, detail: Optional[dict[str, Any]] = None):
+    def __init__(self, message: str, *, stage: str = "harness", detail: Optional[dict[str, Any]] = None):
         super().__init__(message)
         self.message = message
+        self.stage = stage       # "harness": the suite's files; "family": a family's own program raised
         self.detail = dict(detail or {})

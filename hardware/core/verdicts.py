@@ -17,9 +17,10 @@ NOT_RUN = (SKIP, NOT_APPLICABLE)
 
 STAGES = ("build", "compile", "run", "compare")
 # A FAIL at one of these stages says nothing about the device: the harness's own files or code
-# (core/errors.py HarnessError; any other exception of the test), or an incomplete installation
-# (SetupError). The gate blocks it as the harness's; it is never proposed as a known bug.
-NOT_THE_DEVICE = ("harness", "setup")
+# (core/errors.py HarnessError; any other exception of the test), a family's own program that
+# raised (a TypeError in its torch program), or an incomplete installation (SetupError). The gate
+# blocks it as such; it is never proposed as a known bug.
+NOT_THE_DEVICE = ("harness", "family", "setup")
 
 
 def the_harness(case: dict) -> bool:

@@ -164,7 +164,7 @@ def _classify(rec: dict, report, call) -> None:
     elif isinstance(exc, HarnessError):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, exc.stage, exc.message
         rec["detail"].update(exc.detail)
-        _add_section(report, "the harness failed, not the device", exc.message)
+        _add_section(report, f"no verdict on the device (stage {exc.stage})", exc.message)
     elif isinstance(exc, Mismatch):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
         rec["census"].append(exc.census.to_json())

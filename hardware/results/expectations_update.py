@@ -97,7 +97,8 @@ def propose(exp: Expectations, data: dict, prune_stale: bool = False) -> tuple[d
         pattern_hits: set[int] = set()
         harness = [key for key, c in cases if verdicts.the_harness(c)]
         if harness:     # no verdict on the device: nothing learned about a known bug (issue 47 defect 2)
-            notes.append(f"{backend}: {len(harness)} case(s) failed in the harness, not the device, left out "
+            notes.append(f"{backend}: {len(harness)} case(s) got no verdict on the device (the suite's files or a "
+                         f"family's code failed), left out "
                          f"(first: {harness[0]})")
         for key, c in cases:
             pattern_hits.update(id(e) for e in exp.candidates(backend, key))   # an entry they match is not stale

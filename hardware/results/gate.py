@@ -5,8 +5,9 @@ Exit 0: ship. Exit 1: don't, with one line per reason. Exit 2: the inputs could 
 Blocking, always:
 - a run with an injected fault (``--inject-fault``): it proves the checks, it is not a release
   run; ``--allow-fault`` gates it anyway (the fault is then a note);
-- cases the harness failed, not the device (a FAIL at stage ``harness`` or ``setup``: a full or
-  read-only cache root, an exception of the test's own code), whatever the baseline or the known bugs say;
+- cases that got no verdict on the device (a FAIL at stage ``harness``, ``family`` or ``setup``: a
+  full or read-only cache root, a family's program that raised, an exception of the test's own
+  code), whatever the baseline or the known bugs say;
 - failures not in the known-bug list (FAIL, FLAKY, HANG, CRASH, COMPILE_ERROR); against a baseline each
   is worded as *new* (passed there), *still failing* or *not in the baseline*;
 - XPASS: a known bug no longer happens; its expectation entry must go;
@@ -234,8 +235,8 @@ def _incomplete(r: _Run) -> Iterator[Line]:
 def _harness(r: _Run) -> Iterator[Line]:
     cases = r.failures.harness
     if cases:
-        yield True, (f"{len(cases)} case(s) got no verdict: the harness failed, not the device (its files or "
-                     "code; fix it and run again): " +
+        yield True, (f"{len(cases)} case(s) got no verdict on the device: the suite's own files or a family's "
+                     "code failed (fix it and run again): " +
                      _listing(cases, lambda k: f"{_name(k)}: {_first_line(r.now[k].get('message'))}"))
 
 

@@ -430,7 +430,8 @@ class Isolation:
         if "unsupported" in reply:
             raise Unsupported(reply["unsupported"])
         if "harness_error" in reply:
-            raise HarnessError(reply["harness_error"]["message"], detail=reply["harness_error"].get("detail"))
+            err = reply["harness_error"]
+            raise HarnessError(err["message"], stage=err.get("stage") or "harness", detail=err.get("detail"))
         if "memory_error" in reply:
             raise Crash(f"{job.backend} ran out of memory on {job.case.id}: {reply['memory_error']} "
                         f"(worker address-space bound {gib(self.bounds.memory_bytes)}, --worker-memory)",

@@ -69,7 +69,7 @@ def _run(msg: dict) -> dict:
     except Unsupported as exc:
         return {"unsupported": str(exc)}
     except HarnessError as exc:
-        return {"harness_error": {"message": exc.message, "detail": _jsonable(exc.detail)}}
+        return {"harness_error": {"message": exc.message, "stage": exc.stage, "detail": _jsonable(exc.detail)}}
     except MemoryError as exc:
         return {"memory_error": f"MemoryError: {exc}".rstrip(": "), "traceback": traceback.format_exc(limit=8)}
     except Exception as exc:
