@@ -55,6 +55,7 @@ import os
 import shlex
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -451,6 +452,8 @@ def _state(root: Path) -> tuple[bool, bool]:
         except OSError as exc:      # cannot be made: a read-only root
             real = root.is_dir() and not root.is_symlink()
             _states[root], why = (real, False), exc.strerror or str(exc)
+        if _states[root][1]:
+            sweep_stale(root)
         if _states[root] == (True, False):
             build_seal.note_once(f"cache folder {root} is read-only ({why}): its signed entries are used as they "
                                  "are; what it lacks is built for this session in a temporary folder")
@@ -458,6 +461,57 @@ def _state(root: Path) -> tuple[bool, bool]:
             build_seal.note_once(f"cache folder {root} is not used ({why}): this session builds into a "
                                  "temporary folder")
     return _states[root]
+
+
+# A build's temporary folder (".<key[:16]>-<random>") or a discarded entry's (".bad-..."), left
+# by a process killed before it renamed or removed it. One whose key's claim no one holds and
+# that nothing wrote into for this long is no one's: a live build holds its claim (or, unclaimed
+# past another's claim, writes its outputs within its compile's bound, 600 s at most).
+STALE_S = 1800
+_TEMP = re.compile(r"\.(?:bad-)?([0-9a-f]{16})-[\w]+")
+
+
+def sweep_stale(root: Path, *, older_than_s: float = STALE_S) -> list[str]:
+    """Remove the temporary folders of builds killed mid-way from ``root``; the names removed."""
+    removed = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    claims = [n[len(".claim-"):] for n in names if n.startswith(".claim-")]
+    now = time.time()
+    for name in names:
+        m = _TEMP.fullmatch(name)
+        if not m:
+            continue
+        path = root / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or now - st.st_mtime < older_than_s:
+            continue
+        if any(key.startswith(m.group(1)) and _claim_held(root, key) for key in claims):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def _claim_held(root: Path, key: str) -> bool:
+    if fcntl is None:
+        return True
+    try:
+        fd = os.open(root / f".claim-{key}", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def reads(root: Path) -> bool:
