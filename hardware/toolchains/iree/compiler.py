@@ -243,11 +243,12 @@ def _compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float, name: 
 def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
     """The entry (or the batch holding the program) when it is whole and signed; else the note to
     give a rebuilt one ("" when there was none)."""
-    via_batch = _batched(final.parent, key, mlir, output)
+    said: list[str] = []
+    via_batch = _batched(final.parent, key, mlir, output, said)
     if via_batch is not None:
         return via_batch
     if not final.exists():
-        return ""
+        return said[0] if said else ""
     problem = entry_problem(final, key, output)
     if problem is None:
         return Compiled(final, True, 0.0, (), output)
@@ -603,9 +604,11 @@ def present(mlir: str, flags: Sequence[str], output: str = VMFB) -> bool:
 _batch_sources: dict[Path, str] = {}
 
 
-def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]:
+def _batched(root: Path, key: str, mlir: str, output: str, said: Optional[list] = None) -> Optional[Compiled]:
     """The batch entry that holds this program, when a link to it exists, names a whole entry and
-    that entry's source holds the program's text under the link's names; else None."""
+    that entry's source holds the program's text under the link's names; else None. ``said``
+    given: a batch that does not verify is discarded with the note (appended to it) that an entry
+    of the program's own would get, and the link with it (issue 47 defect 12)."""
     link = root / BATCHED / f"{key}.json"
     if not link.is_file():
         return None
@@ -617,7 +620,13 @@ def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]
                 or not all(isinstance(k, str) and isinstance(v, str) for k, v in names)):
             return None
         folder = root / batch
-        if entry_problem(folder, batch, output) is not None:
+        problem = entry_problem(folder, batch, output)
+        if problem is not None:
+            if said is not None:
+                if folder.exists():          # else discarded already (through another program's link)
+                    said.append(rejected(folder, problem, "IREE compile cache (a batch)"))
+                with contextlib.suppress(OSError):
+                    link.unlink()
             return None
         if folder not in _batch_sources:
             _batch_sources[folder] = (folder / "program.mlir").read_text()
