@@ -474,7 +474,7 @@ _TEMP = re.compile(r"\.(?:bad-)?([0-9a-f]{16})-[\w]+")
 
 def sweep_stale(root: Path, *, older_than_s: float = STALE_S) -> list[str]:
     """Remove the temporary folders of builds killed mid-way from ``root``; the names removed."""
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(root)
     except OSError:
