@@ -50,3 +50,19 @@ class NotApplicable(str):
 class SetupError(Exception):
     """The backend's installation is incomplete (a packaged file is missing): a fault of the
     set-up, reported at the test's set-up with the file named, never as a verdict on the device."""
+
+
+class HarnessError(Exception):
+    """Not a verdict on the device: the suite's own files failed the case (its cache root or a
+    temporary folder full or read-only: hardware/core/harness_files.py). Recorded as FAIL at stage
+    ``harness``, which the gate blocks as the harness's error and ``expectations update`` never
+    proposes as a known bug (issue 47 defect 2). Not a VerdictError: nothing that catches the
+    device's verdicts (an expected FAIL's xfail, a batch retried one by one) takes it for one."""
+    verdict = "FAIL"
+    stage = "harness"
+
+    def __init__(self, message: str, *, stage: str = "harness", detail: Optional[dict[str, Any]] = None):
+        super().__init__(message)
+        self.message = message
+        self.stage = stage       # "harness": the suite's files; "family": a family's own program raised
+        self.detail = dict(detail or {})

@@ -23,7 +23,7 @@ import numpy as np
 from accel_regress.golden.case import Case
 from accel_regress.golden.inputs import sha256_of
 from accel_regress.core import case_bound, faults, registry
-from accel_regress.core.errors import Crash, NotApplicable, Unsupported, VerdictError
+from accel_regress.core.errors import Crash, HarnessError, NotApplicable, Unsupported, VerdictError
 
 
 @dataclass
@@ -162,7 +162,7 @@ class Run:
     inputs_sha256: str
     duration_s: float = 0.0
     versions: dict = field(default_factory=dict)
-    error: Optional[VerdictError] = None
+    error: Optional[VerdictError | HarnessError] = None   # HarnessError: no verdict on the device (a FAIL at stage harness)
     skip: Optional[str] = None
     never: bool = False           # skip is a NotApplicable reason: the backend never runs this case
     report: dict = field(default_factory=dict)   # what the backend measured (backend_report), isolated or not
@@ -305,7 +305,7 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
         run._outputs = invoke(job, isolation)
         run.report = dict(getattr(isolation, "last_report", None) or {}) if isolation is not None \
             else backend_report(backend_name)
-    except VerdictError as exc:
+    except (VerdictError, HarnessError) as exc:
         run.error = exc.with_traceback(None)   # raised again where a test reads it: point there
     except Unsupported as exc:
         run.skip = f"{backend_name}: {exc}"

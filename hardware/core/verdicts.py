@@ -16,6 +16,16 @@ BAD = (FAIL, FLAKY, HANG, CRASH, COMPILE_ERROR, XPASS, INTERRUPTED)
 NOT_RUN = (SKIP, NOT_APPLICABLE)
 
 STAGES = ("build", "compile", "run", "compare")
+# A FAIL at one of these stages says nothing about the device: the harness's own files or code
+# (core/errors.py HarnessError; any other exception of the test), a family's own program that
+# raised (a TypeError in its torch program), or an incomplete installation (SetupError). The gate
+# blocks it as such; it is never proposed as a known bug.
+NOT_THE_DEVICE = ("harness", "family", "setup")
+
+
+def the_harness(case: dict) -> bool:
+    """Whether a recorded case failed in the harness or its set-up, not on the device."""
+    return case.get("verdict") == FAIL and case.get("stage") in NOT_THE_DEVICE
 
 # Worse verdicts win when one (test, device) shows up twice (a rerun on a second runner, a record
 # that holds a case twice): merge, gate and report judge by the worse.

@@ -15,7 +15,7 @@ from accel_regress.core import verdicts
 from accel_regress.results import report_dir
 from accel_regress.util.escape import term_text
 from accel_regress.util import strict_json
-from accel_regress.core.errors import SetupError, VerdictError
+from accel_regress.core.errors import HarnessError, SetupError, VerdictError
 from accel_regress.plugin import engagement, isolation, selection, spelling
 from accel_regress.plugin.fixtures import NOT_APPLICABLE
 
@@ -161,6 +161,10 @@ def _classify(rec: dict, report, call) -> None:
         _add_section(report, f"{exc.verdict} at stage {exc.stage}", _verdict_text(exc))
     elif isinstance(exc, SetupError):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "setup", str(exc)
+    elif isinstance(exc, HarnessError):
+        rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, exc.stage, exc.message
+        rec["detail"].update(exc.detail)
+        _add_section(report, f"no verdict on the device (stage {exc.stage})", exc.message)
     elif isinstance(exc, Mismatch):
         rec["verdict"], rec["stage"], rec["message"] = verdicts.FAIL, "compare", str(exc)
         rec["census"].append(exc.census.to_json())

@@ -19,7 +19,7 @@ import pytest
 
 from accel_regress.results.report_dir import clear_own
 from accel_regress.results.report import heatmap
-from accel_regress.core import own_folder
+from accel_regress.core import harness_files, own_folder
 from accel_regress.results.report.tables import slug
 
 _MAP = pytest.StashKey[dict]()
@@ -178,6 +178,23 @@ def session_finished(config, data, report_dir) -> None:
                                   pending=("junit.xml",) if junit else ())
     except Exception as exc:   # results.json is already written; say what went wrong and go on
         print(f"accel-regress: writing reports failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)      # inside pytest's own wrappers: its summary still prints
+def pytest_sessionfinish(session, exitstatus):
+    """pytest's junitxml writes junit.xml last: a report folder that is full or read-only by then is
+    one line and exit 3 (a record that is not whole), never pytest's traceback and exit 1 (issue 47
+    defect 13)."""
+    try:
+        return (yield)
+    except OSError as exc:
+        if exc.errno not in harness_files.NO_ROOM:
+            raise
+        if session.exitstatus != pytest.ExitCode.INTERNAL_ERROR:    # else the record's own line said it
+            where = exc.filename or session.config.option.xmlpath or "the reports"
+            print(f"accel-regress: cannot write {where}: {exc.strerror}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        return None
 
 
 @pytest.hookimpl(trylast=True)        # after expectations.json is written

@@ -47,5 +47,10 @@ def refusals(data: dict) -> list[str]:
     if lone:
         out.append(lone)
     sources = [s for s in session.get("merged_from") or [] if isinstance(s, dict)]
-    out += [f"the merged shards do not tile their selection: {p}" for p in tiling.problems(sources)]
+    # What each shard holds, counted from the merged record's cases (merge keeps each one's source).
+    held: dict = {}
+    for c in cases:
+        held.setdefault(c.get("source"), []).append(c.get("nodeid"))
+    held = {s.get("file"): held.get(s.get("file"), []) for s in sources if tiling.shard_of(s)}
+    out += [f"the merged shards do not tile their selection: {p}" for p in tiling.problems(sources, held)]
     return out

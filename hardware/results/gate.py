@@ -5,6 +5,9 @@ Exit 0: ship. Exit 1: don't, with one line per reason. Exit 2: the inputs could 
 Blocking, always:
 - a run with an injected fault (``--inject-fault``): it proves the checks, it is not a release
   run; ``--allow-fault`` gates it anyway (the fault is then a note);
+- cases that got no verdict on the device (a FAIL at stage ``harness``, ``family`` or ``setup``: a
+  full or read-only cache root, a family's program that raised, an exception of the test's own
+  code), whatever the baseline or the known bugs say;
 - failures not in the known-bug list (FAIL, FLAKY, HANG, CRASH, COMPILE_ERROR); against a baseline each
   is worded as *new* (passed there), *still failing* or *not in the baseline*;
 - XPASS: a known bug no longer happens; its expectation entry must go;
@@ -193,6 +196,9 @@ class _Failures:
 
     def __init__(self, r: _Run):
         failing = sorted(k for k, c in r.now.items() if c["verdict"] in FAILURES)
+        # No verdict on the device at all: never flaky, never "also in the baseline" (issue 47 defect 2).
+        self.harness = [k for k in failing if verdicts.the_harness(r.now[k])]
+        failing = [k for k in failing if k not in self.harness]
         hc = (verdicts.HANG, verdicts.CRASH)
         # A hang or crash is never downgraded as flaky: a device that sometimes hangs is not shippable.
         self.known_flaky = [k for k in failing if k in r.known_flaky and r.now[k]["verdict"] not in hc]
@@ -224,6 +230,18 @@ def _interrupted(r: _Run) -> Iterator[Line]:
 def _incomplete(r: _Run) -> Iterator[Line]:
     for refusal in completeness.refusals(r.data):     # empty, sessionless, never finished, lost a failure
         yield True, refusal
+
+
+def _harness(r: _Run) -> Iterator[Line]:
+    cases = r.failures.harness
+    if cases:
+        yield True, (f"{len(cases)} case(s) got no verdict on the device: the suite's own files or a family's "
+                     "code failed (fix it and run again): " +
+                     _listing(cases, lambda k: f"{_name(k)}: {_first_line(r.now[k].get('message'))}"))
+
+
+def _first_line(text: Optional[str]) -> str:
+    return next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")[:200]
 
 
 def _known_flaky(r: _Run) -> Iterator[Line]:
@@ -384,7 +402,7 @@ def _counts(r: _Run) -> Iterator[Line]:
 
 
 # In the order their lines are said (reasons and notes each keep it).
-RULES = (_fault, _interrupted, _incomplete, _known_flaky, _new_flaky, _new_hang_crash, _failures, _xpass,
+RULES = (_fault, _interrupted, _incomplete, _harness, _known_flaky, _new_flaky, _new_hang_crash, _failures, _xpass,
          _required_backends, _required_markers, _required_families, _slowdowns, _fixed_since_baseline,
          _gone_since_baseline, _skips, _not_applicable, _known_bugs, _counts)
 

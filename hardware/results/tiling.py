@@ -6,7 +6,9 @@ selection) and ``split`` (the digest of the whole assignment, the count of its o
 hardware/results/history/shard.py. Shards of one device column (a merge label, else the devices
 the record's cases ran on) must be: all shards (no whole run beside them), of one split of one
 selection, each index 1..N exactly once, their shares adding up to the selection, and (where the
-cases are at hand, in merge) no test in two of them.
+cases are at hand) no test in two of them, each holding the tests its split gives it (a record
+with cases removed or added is not its share), and all run with the same golden seed, revision
+and fault: shards of different inputs or code are not one run (issue 47 defect 8).
 """
 from __future__ import annotations
 
@@ -86,6 +88,17 @@ def _group_problems(group: list[dict], nodeids: dict) -> list[str]:
                    f"same tests, same N, same --shard-durations): {said}")
         return out
     (n, _, _), = splits
+    # The same split run on other inputs or other code is not one run either.
+    for field_name, what in (("golden_seed", "golden seeds (--golden-seed)"), ("revision", "revisions"),
+                             ("fault", "injected faults")):
+        values = {str(s.get(field_name)) for s in shards}
+        if len(values) > 1:
+            out.append(f"shards of different {what}: " + "; ".join(f"{_name(s)}: {s.get(field_name)}" for s in shards))
+    for s in shards:
+        held, share = nodeids.get(s.get("file")), _count(s, "split")
+        if held is not None and share is not None and not s.get("interrupted") and len(set(held)) != share:
+            out.append(f"{_name(s)} holds {len(set(held))} test(s), its split gives it {share}: "
+                       "the record is not its shard's (cases removed or added)")
     by_index = defaultdict(list)
     for s in shards:
         by_index[shard_of(s)[0]].append(s)

@@ -28,6 +28,7 @@ import numpy as np
 from accel_regress.golden.case import Case
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import Crash, Hang, Unsupported
+from accel_regress.util import children
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import (
     IREE_PROGRAMS,
@@ -49,16 +50,6 @@ def qemu_cpu(variant: str, vlen: int) -> str:
     if not v.vector:
         return "rv64,v=false"
     return f"rv64,v=true,vlen={vlen},elen=64,vext_spec=v1.0"
-
-
-def _die_with_parent() -> None:
-    """In the qemu child: be killed when the worker that started it dies (a hung run's worker
-    is killed by the isolation layer; qemu must not live on)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except Exception:
-        pass
 
 
 def _tail(text: str, n: int = 20) -> str:
@@ -164,7 +155,8 @@ class QemuRvvBackend(Backend):
         bound = timeout_s or max(5.0, self.default_timeout_s - 15.0)
         start = time.perf_counter()
         try:
-            proc = subprocess.run(argv, capture_output=True, timeout=bound, preexec_fn=_die_with_parent)
+            # Killed with the worker that started it (a hung run's worker is killed by the isolation layer).
+            proc = subprocess.run(argv, capture_output=True, timeout=bound, preexec_fn=children.die_with_parent())
         except subprocess.TimeoutExpired as exc:
             out = (exc.stdout or b"").decode(errors="replace")
             t = protocol.parse(out)

@@ -44,8 +44,8 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 
 from accel_regress.golden.case import Case
-from accel_regress.core.errors import CompileError
-from accel_regress.core import build_seal
+from accel_regress.core.errors import CompileError, HarnessError
+from accel_regress.core import build_seal, harness_files
 from accel_regress.util import children
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import Program, program_for
@@ -271,6 +271,10 @@ def _clang_base(uart_outputs: bool, rdcycle: bool, case_from_file: bool = False)
 def _run_clang(argv: list[str], what: str) -> None:
     proc = children.run(argv, timeout=300)      # a link compile ahead does is stopped with the session
     if proc.returncode != 0:
+        words = harness_files.said_by_tool(f"{proc.stderr}\n{proc.stdout}")
+        if words:       # its own write into our folder failed, not the program
+            raise HarnessError(f"{CLANG} could not write {what}: {words}: the harness's own files, not the device",
+                               detail={"diagnostic": (proc.stderr or proc.stdout)[-8000:]})
         raise CompileError(f"{CLANG} could not build {what} (exit {proc.returncode})", stage="build",
                            detail={"diagnostic": (proc.stderr or proc.stdout)[-8000:], "argv": " ".join(argv)})
 
@@ -425,6 +429,11 @@ def _built_once(root: Path, key: str, name: str, build: Callable[[Path], object]
     matches (hardware/core/build_seal.py, as for IREE modules); one that does not is rebuilt,
     never run. One build per key: another worker or the compile-ahead thread may be building it
     now (a claim); a folder is signed, then renamed into place whole."""
+    with harness_files.writing(f"qemu-rvv harness cache {root}"):
+        return _built_once_in(root, key, name, build)
+
+
+def _built_once_in(root: Path, key: str, name: str, build: Callable[[Path], object]) -> Path:
     final = root / key[:32]
     if key in _scratch_built:
         return _scratch_built[key]

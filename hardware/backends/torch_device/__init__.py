@@ -27,7 +27,7 @@ import numpy as np
 from accel_regress.core import devices, registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.contracts import Arrays, ProgramKind
-from accel_regress.core.errors import Crash
+from accel_regress.core.errors import Crash, HarnessError
 from accel_regress.golden.case import Case
 from accel_regress.util import host_cpu
 
@@ -150,9 +150,12 @@ class TorchBackend(Backend):
         torch = self._torch()
         device = self.device()
         settings = numerics.requested()
+        program = _program(case.op)
         with numerics.applied(torch, settings), torch.no_grad():
-            got = _program(case.op).run(case, {k: tensors.to_torch(torch, v, device) for k, v in inputs.items()},
-                                        device)
+            try:
+                got = program.run(case, {k: tensors.to_torch(torch, v, device) for k, v in inputs.items()}, device)
+            except _PROGRAMMING_ERRORS as exc:
+                raise _family_error(case.op, program, exc) from None
             self.synchronize(torch)
         return {k: tensors.to_numpy(torch, v) for k, v in got.items()}
 
@@ -164,6 +167,24 @@ class TorchBackend(Backend):
                 sync()
             except RuntimeError as exc:     # an asynchronous device error surfaces here
                 raise Crash(f"{self.device_type} device error: {exc}") from None
+
+
+# What a mistake in Python code raises: a device's or driver's failure reaches torch's callers as a
+# RuntimeError (torch.AcceleratorError and torch.OutOfMemoryError are ones), never as these.
+_PROGRAMMING_ERRORS = (TypeError, NameError, AttributeError, KeyError, IndexError, ImportError)
+
+
+def _family_error(op: str, program, exc: BaseException) -> HarnessError:
+    """The family's own program raised (its bug, not the device's CRASH), said with its file and
+    line: the deepest frame of the traceback in the program's own file, else where it was raised."""
+    import traceback
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = getattr(program, "__file__", None)
+    at = next((f for f in reversed(frames) if own and f.filename == own), frames[-1] if frames else None)
+    where = f" at {at.filename}:{at.lineno} in {at.name}" if at else ""
+    return HarnessError(f"the {op} family's torch program raised {type(exc).__name__}: {exc}{where}: the family's "
+                        "code, not the device", stage="family",
+                        detail={"traceback": "".join(traceback.format_exception(exc, limit=-8))})
 
 
 class TorchCpuBackend(TorchBackend):

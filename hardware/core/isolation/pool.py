@@ -23,7 +23,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from accel_regress.core.errors import CompileError, Crash, Hang, Unsupported, VerdictError
+from accel_regress.core.errors import CompileError, Crash, Hang, HarnessError, Unsupported, VerdictError
 from accel_regress.core.isolation import protocol, reaping, transfer
 from accel_regress.core.isolation.bounds import Bounds, describe_status, gib, status_detail
 
@@ -443,6 +443,9 @@ class Isolation:
             raise exc
         if "unsupported" in reply:
             raise Unsupported(reply["unsupported"])
+        if "harness_error" in reply:
+            err = reply["harness_error"]
+            raise HarnessError(err["message"], stage=err.get("stage") or "harness", detail=err.get("detail"))
         if "memory_error" in reply:
             raise Crash(f"{job.backend} ran out of memory on {job.case.id}: {reply['memory_error']} "
                         f"(worker address-space bound {gib(self.bounds.memory_bytes)}, --worker-memory)",

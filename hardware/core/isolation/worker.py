@@ -46,7 +46,7 @@ def _bound_memory(backend: str) -> str:
 def _run(msg: dict) -> dict:
     from accel_regress.golden.case import Case
     from accel_regress.core import runner
-    from accel_regress.core.errors import Unsupported, VerdictError
+    from accel_regress.core.errors import HarnessError, Unsupported, VerdictError
 
     # process_env first: this worker runs only jobs with these settings, so they are in place
     # before the first run's library reads them.
@@ -71,6 +71,8 @@ def _run(msg: dict) -> dict:
                           "detail": _jsonable(exc.detail)}}
     except Unsupported as exc:
         return {"unsupported": str(exc)}
+    except HarnessError as exc:
+        return {"harness_error": {"message": exc.message, "stage": exc.stage, "detail": _jsonable(exc.detail)}}
     except MemoryError as exc:
         return {"memory_error": f"MemoryError: {exc}".rstrip(": "), "traceback": traceback.format_exc(limit=8)}
     except Exception as exc:

@@ -9,6 +9,8 @@ from typing import Optional, Sequence
 
 from packaging.version import InvalidVersion, Version
 
+from accel_regress.results.bisect.envs import index_unreachable
+
 _AVAILABLE = re.compile(r"^Available versions:\s*(.*)$", re.M)
 
 
@@ -27,6 +29,12 @@ def available(package: str, *, pre: bool = False, timeout_s: float = 180.0) -> l
         raise IndexLookupError(f"`pip index versions {package}` did not answer: {exc}") from None
     found = _AVAILABLE.search(proc.stdout)
     if proc.returncode != 0 or not found:
+        # pip ends with "No matching distribution found" either way: an index that did not answer
+        # is not a package without versions (issue 47 defect 14).
+        unreachable = index_unreachable(proc.stderr.splitlines() + proc.stdout.splitlines())
+        if unreachable:
+            raise IndexLookupError(f"`pip index versions {package}`: the package index could not be reached "
+                                   f"({unreachable}); not a package without versions")
         said = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise IndexLookupError(f"`pip index versions {package}` found no versions: {said}")
     return [v.strip() for v in found.group(1).split(",") if v.strip()]

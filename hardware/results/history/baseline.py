@@ -1,7 +1,8 @@
 """``gate --baseline history``: the gate's baseline and known-flaky cases from the history.
 
-The baseline of each device is its previous run in the history (the gated run itself and later
-runs left out). A failure is *known flaky* when its outcome flipped at least twice, at a rate above
+The baseline of each device is its previous run in the history of the same project and branch,
+with the evidence's provenance below (the gated run itself and later runs left out); with none,
+there is no baseline and the gate's note says so. A failure is *known flaky* when its outcome flipped at least twice, at a rate above
 the policy's bound (``[flaky] bound``, over the last ``[flaky] window`` runs of its evidence); the gate then
 reports it with its rate and the evidence it is from, and does not block on it unless ``[flaky]
 blocks``. A HANG or CRASH is never downgraded (a flaky hang still stops a release). A known-bug
@@ -25,7 +26,7 @@ NEVER_FLAKY = (verdicts.HANG, verdicts.CRASH)      # never downgraded to "known 
 
 
 def from_history(data: dict, location: Optional[str], failures: tuple, bound: float, window: int,
-                 with_faults: bool, with_imports: bool = False) -> tuple[dict, dict, str]:
+                 with_faults: bool, with_imports: bool = False) -> tuple[Optional[dict], dict, str]:
     """(baseline results dict, {(test key, device): why it is known flaky}, a note for the gate)."""
     where = resolve(location)
     if where is None:

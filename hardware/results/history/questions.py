@@ -254,7 +254,7 @@ def regressions(history: History, with_faults: bool = False, window: int = 20,
 
 @dataclass
 class GateInputs:
-    baseline: dict                    # a results dict: each device's previous run
+    baseline: Optional[dict]          # a results dict: each device's previous run of its line (None: none)
     rates: dict                       # (test key, device) -> Flaky, for this run's failures
     note: str
 
@@ -291,7 +291,13 @@ def gate_inputs(history: History, data: dict, failing: list[tuple[str, str]], wi
         for label in sorted(devices):
             if label not in rs.devices:
                 continue
-            dev_id, run_ids = rs.devices[label]
+            dev_id, all_ids = rs.devices[label]
+            # The baseline has the evidence's provenance: the same project's and branch's sessions
+            # (imports with --flaky-imports), never another project's run or an import that a
+            # record anyone can write put there (issue 47 defect 4).
+            run_ids = [r for r in all_ids if _evidence(rs.by_id[r], project, branch, with_imports)]
+            if not run_ids:
+                continue
             prev = rs.by_id[run_ids[-1]]
             used.append(f"{label}: {prev.label()}")
             for key, verdict, duration in conn.execute(
@@ -305,7 +311,7 @@ def gate_inputs(history: History, data: dict, failing: list[tuple[str, str]], wi
                 ids.update((t, k) for t, k in conn.execute(select(T.c.id, T.c.key).where(T.c.key.in_(want[i:i + _CHUNK]))))
             if not ids:
                 continue
-            window_ids = [r for r in run_ids if _evidence(rs.by_id[r], project, branch, with_imports)][-window:]
+            window_ids = run_ids[-window:]
             _, lines = _timelines(conn, rs, dev_id, window_ids, list(ids))
             for tid, key in ids.items():
                 seq = [v for _, v in lines.get(tid, [])]
@@ -315,16 +321,17 @@ def gate_inputs(history: History, data: dict, failing: list[tuple[str, str]], wi
                     continue
                 rates[(key, label)] = Flaky(key, None, label, len(marks), sum(v in BAD for v in marks),
                                             _flips(seq), seq.count(verdicts.FLAKY), lines.get(tid, []))
-    baseline = {"session": {"history": history.where}, "backends": {}, "cases": cases}
-    scope = (f"flakiness evidence: {'sessions and imports' if with_imports else 'sessions'} of project "
-             f"{project or '?'}, branch {branch or '?'}, on the failing case's device"
+    line = (f"{'sessions and imports' if with_imports else 'sessions'} of project {project or '?'}, "
+            f"branch {branch or '?'}")
+    baseline = {"session": {"history": history.where}, "backends": {}, "cases": cases} if used else None
+    scope = (f"flakiness evidence: {line}, on the failing case's device"
              + (", fault runs included (a fault run gated with --allow-fault)" if with_faults else ", no fault runs")
              + f", at least {MIN_EVIDENCE} outcomes")
     if thin:
         scope += (f"; too few to tell a flaky failure for {len(thin)}: " + "; ".join(thin[:5])
                   + ("; ..." if len(thin) > 5 else ""))
-    note = (f"baseline from the history {history.where}"
-            + (": " + "; ".join(used) if used else ": no earlier run of these devices") + f"; {scope}")
+    note = (f"baseline from the history {history.where} ({line}): " + "; ".join(used) if used else
+            f"no baseline: the history {history.where} holds no earlier {line} on these devices") + f"; {scope}"
     return GateInputs(baseline, rates, note)
 
 

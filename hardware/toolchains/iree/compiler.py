@@ -55,6 +55,7 @@ import os
 import shlex
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -69,13 +70,13 @@ try:
 except ImportError:          # not POSIX: no claims, a duplicate compile at worst (the rename race)
     fcntl = None  # type: ignore[assignment]
 
-from accel_regress.core import build_seal, own_folder
+from accel_regress.core import build_seal, harness_files, own_folder
 from accel_regress.util import children
 from accel_regress.util.atomic import write_atomic
 from accel_regress.toolchains.iree import host_target
 from accel_regress.util.derived_cache import user_cache
 from accel_regress.core import case_bound
-from accel_regress.core.errors import CompileError, Hang
+from accel_regress.core.errors import CompileError, HarnessError, Hang
 
 PIP_HINT = "pip install iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
 VMFB = "module.vmfb"
@@ -202,7 +203,15 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
     such as ``host.mlir`` with ``--compile-to=hal``); it is part of the key. ``{out}`` in a flag
     stands for the entry's folder. ``tool`` (default: the wheel's iree-compile), ``root`` (default:
     cache_root()) and ``on_error(proc, argv, name)`` let another IREE build share this cache logic.
+    A cache root or temporary folder that cannot hold the build raises ``HarnessError``.
     """
+    with harness_files.writing(f"IREE compile cache {root or cache_root()}"):
+        return _compile_cached(mlir, flags, timeout_s=timeout_s, name=name, output=output, tool=tool, root=root,
+                               on_error=on_error)
+
+
+def _compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float, name: str, output: str,
+                    tool: Optional[str], root: Optional[Path], on_error: Callable[..., CompileError]) -> Compiled:
     if tool is None:
         reason = availability()
         if reason:
@@ -234,11 +243,12 @@ def compile_cached(mlir: str, flags: Sequence[str], *, timeout_s: float = 600.0,
 def _found(final: Path, key: str, mlir: str, output: str) -> "Compiled | str":
     """The entry (or the batch holding the program) when it is whole and signed; else the note to
     give a rebuilt one ("" when there was none)."""
-    via_batch = _batched(final.parent, key, mlir, output)
+    said: list[str] = []
+    via_batch = _batched(final.parent, key, mlir, output, said)
     if via_batch is not None:
         return via_batch
     if not final.exists():
-        return ""
+        return said[0] if said else ""
     problem = entry_problem(final, key, output)
     if problem is None:
         return Compiled(final, True, 0.0, (), output)
@@ -297,6 +307,11 @@ def _build(mlir: str, flags: Sequence[str], final: Optional[Path], key: str, *, 
                                **kept}) from None
         seconds = time.perf_counter() - start
         if proc.returncode != 0 or not (tmp / output).is_file():
+            words = harness_files.said_by_tool(f"{_text(proc.stderr)}\n{_text(proc.stdout)}")
+            if words:       # its own write into our folder failed, not the program
+                raise HarnessError(f"{Path(argv[0]).name} could not write its output in {tmp.parent}: {words}: "
+                                   "the harness's own files, not the device",
+                                   detail={"diagnostic": _text(proc.stderr)[-DIAGNOSTIC_CHARS:]})
             error = on_error(proc, argv, name)
             for field_name, value in kept.items():
                 error.detail.setdefault(field_name, value)
@@ -372,7 +387,7 @@ def compile_batch(texts: Sequence[str], flags: Sequence[str], *, timeout_s: floa
     root = cache_root()
     if not keeps(root):
         return None
-    with contextlib.ExitStack() as held:
+    with harness_files.writing(f"IREE compile cache {root}"), contextlib.ExitStack() as held:
         todo = []
         for text in dict.fromkeys(texts):
             key = _key(text, flags, output, None)
@@ -438,6 +453,8 @@ def _state(root: Path) -> tuple[bool, bool]:
         except OSError as exc:      # cannot be made: a read-only root
             real = root.is_dir() and not root.is_symlink()
             _states[root], why = (real, False), exc.strerror or str(exc)
+        if _states[root][1]:
+            sweep_stale(root)
         if _states[root] == (True, False):
             build_seal.note_once(f"cache folder {root} is read-only ({why}): its signed entries are used as they "
                                  "are; what it lacks is built for this session in a temporary folder")
@@ -445,6 +462,57 @@ def _state(root: Path) -> tuple[bool, bool]:
             build_seal.note_once(f"cache folder {root} is not used ({why}): this session builds into a "
                                  "temporary folder")
     return _states[root]
+
+
+# A build's temporary folder (".<key[:16]>-<random>") or a discarded entry's (".bad-..."), left
+# by a process killed before it renamed or removed it. One whose key's claim no one holds and
+# that nothing wrote into for this long is no one's: a live build holds its claim (or, unclaimed
+# past another's claim, writes its outputs within its compile's bound, 600 s at most).
+STALE_S = 1800
+_TEMP = re.compile(r"\.(?:bad-)?([0-9a-f]{16})-[\w]+")
+
+
+def sweep_stale(root: Path, *, older_than_s: float = STALE_S) -> list[str]:
+    """Remove the temporary folders of builds killed mid-way from ``root``; the names removed."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    claims = [n[len(".claim-"):] for n in names if n.startswith(".claim-")]
+    now = time.time()
+    for name in names:
+        m = _TEMP.fullmatch(name)
+        if not m:
+            continue
+        path = root / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or now - st.st_mtime < older_than_s:
+            continue
+        if any(key.startswith(m.group(1)) and _claim_held(root, key) for key in claims):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def _claim_held(root: Path, key: str) -> bool:
+    if fcntl is None:
+        return True
+    try:
+        fd = os.open(root / f".claim-{key}", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def reads(root: Path) -> bool:
@@ -501,7 +569,12 @@ def claim(root: Path, key: str, *, wait_s: Optional[float]) -> Iterator[bool]:
             except FileNotFoundError:
                 current = None
             if current == os.fstat(fd).st_ino:
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)     # who holds it, for a waiter's message
+                try:
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)     # who holds it, for a waiter's message
+                except OSError:     # a full root: no claim left behind held (every waiter would wait it out)
+                    os.unlink(name, dir_fd=dirfd)
+                    os.close(fd)
+                    raise
                 break
             os.close(fd)        # its holder removed it between our open and our lock: claim the new one
         try:
@@ -531,9 +604,11 @@ def present(mlir: str, flags: Sequence[str], output: str = VMFB) -> bool:
 _batch_sources: dict[Path, str] = {}
 
 
-def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]:
+def _batched(root: Path, key: str, mlir: str, output: str, said: Optional[list] = None) -> Optional[Compiled]:
     """The batch entry that holds this program, when a link to it exists, names a whole entry and
-    that entry's source holds the program's text under the link's names; else None."""
+    that entry's source holds the program's text under the link's names; else None. ``said``
+    given: a batch that does not verify is discarded with the note (appended to it) that an entry
+    of the program's own would get, and the link with it (issue 47 defect 12)."""
     link = root / BATCHED / f"{key}.json"
     if not link.is_file():
         return None
@@ -545,7 +620,13 @@ def _batched(root: Path, key: str, mlir: str, output: str) -> Optional[Compiled]
                 or not all(isinstance(k, str) and isinstance(v, str) for k, v in names)):
             return None
         folder = root / batch
-        if entry_problem(folder, batch, output) is not None:
+        problem = entry_problem(folder, batch, output)
+        if problem is not None:
+            if said is not None:
+                if folder.exists():          # else discarded already (through another program's link)
+                    said.append(rejected(folder, problem, "IREE compile cache (a batch)"))
+                with contextlib.suppress(OSError):
+                    link.unlink()
             return None
         if folder not in _batch_sources:
             _batch_sources[folder] = (folder / "program.mlir").read_text()

@@ -23,9 +23,7 @@
 
 #include "abi.h"
 
-#ifndef ACCEL_UART_OUTPUTS
 #include <errno.h>
-#endif
 
 static uint64_t cycles(void) {
 #if defined(ACCEL_RDCYCLE) && defined(__riscv)
@@ -45,6 +43,7 @@ static void fail(int code, const char* what, const char* detail) {
 
 static void* alloc64(uint64_t size) {
   void* p = NULL;
+  if (size > UINT64_MAX - 63) fail(2, "out of memory", NULL); /* rounding it up would wrap */
   uint64_t n = size ? (size + 63) / 64 * 64 : 64;
   if (posix_memalign(&p, 64, n) != 0 || !p) fail(2, "out of memory", NULL);
   memset(p, 0, n);
@@ -114,9 +113,38 @@ static void keyword(const char* want) {
 
 static uint64_t number(const char* what) {
   unsigned long long v;
-  if (fscanf(case_file, "%llu", &v) != 1) bad_case(what);
+  char sign[2];
+  /* %llu takes "-1" as 2^64-1: a sign is malformed, as is a number past 2^64-1 (ERANGE). */
+  if (fscanf(case_file, " %1[-+]", sign) == 1) bad_case(what);
+  errno = 0;
+  if (fscanf(case_file, "%llu", &v) != 1 || errno == ERANGE) bad_case(what);
   return (uint64_t)v;
 }
+
+/* A number that must fit its field (a count of 32 bits, a workgroup count z of 16). */
+static uint64_t bounded(const char* what, uint64_t max) {
+  uint64_t v = number(what);
+  if (v > max) {
+    char msg[128];
+    snprintf(msg, sizeof(msg), "%s %llu past %llu", what, (unsigned long long)v, (unsigned long long)max);
+    bad_case(msg);
+  }
+  return v;
+}
+
+/* A range of a buffer (a binding, an output): it must lie inside it (no offset past its end, no
+ * length that wraps): else a dispatch writes, or an output prints, memory that is not the buffer's. */
+static void inside(const char* of, uint64_t offset, uint64_t length, uint64_t size) {
+  if (offset > size || length > size - offset) {
+    char msg[128];
+    snprintf(msg, sizeof(msg), "%s past the end of its buffer (offset %llu, length %llu, buffer %llu bytes)", of,
+             (unsigned long long)offset, (unsigned long long)length, (unsigned long long)size);
+    bad_case(msg);
+  }
+}
+
+/* A buffer's bytes: no more than a riscv64 user address space (Sv48: 2^47) can hold. */
+#define ACCEL_MAX_BUFFER ((uint64_t)1 << 47)
 
 /* The buffer a binding or an output names ("binding", "output"), checked against the buffers. */
 static uint32_t buffer_index(const char* of, uint32_t buffer_count) {
@@ -141,38 +169,40 @@ static accel_case_t read_case(void) {
   keyword("accel-case");
   if (number("version") != 1) bad_case("version");
   keyword("iterations");
-  c.iterations = (uint32_t)number("iterations");
+  c.iterations = (uint32_t)bounded("iterations", UINT32_MAX);
   keyword("buffers");
-  c.buffer_count = (uint32_t)number("buffer count");
+  c.buffer_count = (uint32_t)bounded("buffer count", UINT32_MAX);
   accel_buffer_t* buffers = table(c.buffer_count, sizeof(*buffers));
   for (uint32_t b = 0; b < c.buffer_count; ++b) {
-    buffers[b].size = number("buffer size");
+    buffers[b].size = bounded("buffer size", ACCEL_MAX_BUFFER);
     buffers[b].init_size = number("buffer input size");
     if (buffers[b].init_size > buffers[b].size) bad_case("input larger than its buffer");
   }
   keyword("dispatches");
-  c.dispatch_count = (uint32_t)number("dispatch count");
+  c.dispatch_count = (uint32_t)bounded("dispatch count", UINT32_MAX);
   accel_dispatch_t* dispatches = table(c.dispatch_count, sizeof(*dispatches));
   for (uint32_t d = 0; d < c.dispatch_count; ++d) {
     accel_dispatch_t* dd = &dispatches[d];
     dd->export_name = word("export name");
-    dd->library = (uint32_t)number("library");
-    for (int k = 0; k < 3; ++k) dd->wg[k] = (uint32_t)number("workgroup count");
-    dd->constant_count = (uint32_t)number("constant count");
+    dd->library = (uint32_t)bounded("library", UINT32_MAX);
+    /* The dispatch state's fields: x and y of 32 bits, z of 16 (abi.h). */
+    for (int k = 0; k < 3; ++k) dd->wg[k] = (uint32_t)bounded("workgroup count", k < 2 ? UINT32_MAX : UINT16_MAX);
+    dd->constant_count = (uint32_t)bounded("constant count", UINT16_MAX);
     uint32_t* constants = table(dd->constant_count, sizeof(uint32_t));
-    for (uint32_t k = 0; k < dd->constant_count; ++k) constants[k] = (uint32_t)number("constant");
+    for (uint32_t k = 0; k < dd->constant_count; ++k) constants[k] = (uint32_t)bounded("constant", UINT32_MAX);
     dd->constants = constants;
-    dd->binding_count = (uint32_t)number("binding count");
+    dd->binding_count = (uint32_t)bounded("binding count", 64);
     accel_binding_t* bindings = table(dd->binding_count, sizeof(*bindings));
     for (uint32_t k = 0; k < dd->binding_count; ++k) {
       bindings[k].buffer = buffer_index("binding", c.buffer_count);
       bindings[k].offset = number("binding offset");
       bindings[k].length = number("binding length");
+      inside("binding", bindings[k].offset, bindings[k].length, buffers[bindings[k].buffer].size);
     }
     dd->bindings = bindings;
   }
   keyword("outputs");
-  c.output_count = (uint32_t)number("output count");
+  c.output_count = (uint32_t)bounded("output count", UINT32_MAX);
   accel_output_t* outputs = table(c.output_count, sizeof(*outputs));
   for (uint32_t o = 0; o < c.output_count; ++o) {
     outputs[o].name = word("output name");
@@ -182,6 +212,7 @@ static accel_case_t read_case(void) {
     outputs[o].buffer = buffer_index("output", c.buffer_count);
     outputs[o].offset = number("output offset");
     outputs[o].length = number("output length");
+    inside("output", outputs[o].offset, outputs[o].length, buffers[outputs[o].buffer].size);
   }
   keyword("end");
   if (fgetc(case_file) != '\n') bad_case("no newline after end");
