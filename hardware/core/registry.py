@@ -300,8 +300,8 @@ def get(name: str) -> Backend:
     except Exception as exc:  # a missing dependency or a failing constructor: a reason, not a crash of the suite
         return _unavailable_class()(name, f"{reg.value} (registered by {reg.source}) failed to load: "
                                  f"{type(exc).__name__}: {exc}")
+    backend.name = name       # before the check: the id is the registry's to give, not the class's
     reg.check(backend)
-    backend.name = name
     return backend
 
 
