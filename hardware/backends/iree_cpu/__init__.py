@@ -26,7 +26,6 @@ from accel_regress.toolchains.iree.program import (
     riscv_target,
     run_plan,
     unsupported_case,
-    unsupported_op,
 )
 
 HOST_FLAGS = ("--iree-hal-target-device=local",
@@ -67,7 +66,7 @@ class IreeCpuBackend(Backend):
         return None
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return IREE_PROGRAMS.missing(op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported_case(case)

@@ -21,7 +21,7 @@ from accel_regress.core.backend import Backend
 from accel_regress.core.errors import NotApplicable
 from accel_regress.golden.case import Case
 from accel_regress.toolchains.iree import compiler, run_module
-from accel_regress.toolchains.iree.program import Program, baseline_only, plan_for, run_plan, unsupported_case, unsupported_op
+from accel_regress.toolchains.iree.program import IREE_PROGRAMS, Program, baseline_only, plan_for, run_plan, unsupported_case
 
 FLAGS = ("--iree-hal-target-device=vulkan",)
 
@@ -50,7 +50,7 @@ class IreeVulkanBackend(Backend):
         return vk.availability() is None and vk.probe().device_type != "VK_PHYSICAL_DEVICE_TYPE_CPU"
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return IREE_PROGRAMS.missing(op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported_case(case) or baseline_only(case, self.name)

@@ -35,7 +35,6 @@ from accel_regress.toolchains.iree.program import (
     riscv_target,
     run_plan,
     unsupported_case,
-    unsupported_op,
 )
 from accel_regress.backends.qemu_rvv import build, protocol
 
@@ -91,7 +90,7 @@ class QemuRvvBackend(Backend):
         return riscv.canonical(variant or riscv.BASELINE_VARIANT), int(vlen or riscv.BASELINE_VLEN)
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return IREE_PROGRAMS.missing(op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported_case(case)

@@ -20,7 +20,7 @@ from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Hang, Unsupported
 from accel_regress.golden.case import Case
 from accel_regress.toolchains.iree import compiler, run_module
-from accel_regress.toolchains.iree.program import Program, baseline_only, plan_for, run_plan, unsupported_case, unsupported_op
+from accel_regress.toolchains.iree.program import IREE_PROGRAMS, Program, baseline_only, plan_for, run_plan, unsupported_case
 
 PROBE = "func.func @probe(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = arith.addf %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n"
 
@@ -87,7 +87,7 @@ class IreeGpuBackend(Backend):
         return driver_problem(self.driver)
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return IREE_PROGRAMS.missing(op)
 
     def supports(self, case: Case) -> Optional[str]:
         return unsupported_case(case) or baseline_only(case, self.name)
