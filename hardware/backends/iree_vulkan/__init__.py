@@ -32,6 +32,7 @@ class IreeVulkanBackend(Backend):
     description = "IREE compiles the linalg program for vulkan-spirv (a target from the device's features) and runs it on the Vulkan device"
     default_timeout_s = 300.0
     memory_bound = "device"      # a GPU's Vulkan driver maps device memory into the worker
+    program_kinds = (IREE_PROGRAMS,)
     # The Vulkan devices expectations/iree-vulkan.toml names (``devices = [...]``), read from the
     # recorded ``vulkan-device``: a GPU driver's numerics are its own (the H200's driver flushes f32
     # subnormals, lavapipe keeps them). Only devices a run has been seen on; the name stays as reported.

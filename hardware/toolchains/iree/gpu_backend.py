@@ -70,6 +70,7 @@ class IreeGpuBackend(Backend):
     kind = "compiler"
     default_timeout_s = 300.0
     memory_bound = "device"       # the driver reserves the device's virtual address range at start-up
+    program_kinds = (IREE_PROGRAMS,)
     driver = ""                   # the HAL driver of iree-base-runtime
     target_flag = ""              # --iree-cuda-target / --iree-rocm-target
 
