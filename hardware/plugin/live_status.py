@@ -28,7 +28,7 @@ from accel_regress.util.escape import term_text
 QUIET_S = 3.0           # a status only when nothing was reported for this long: fast runs never see one
 REFRESH_S = 1.0
 ROOM = len(" [100%]") + 1      # what pytest keeps free at the line's end for its percentage
-MIN_ROOM = 24                 # less room than this on the line: no status (the line ends soon)
+MIN_ROOM = 40                 # less room than this on the line: no status (the line ends soon)
 
 
 def wanted(config) -> bool:
@@ -55,29 +55,35 @@ def _shorten(text: str, width: int) -> str:
 def describe(now: float, started: float, done: int, total: int, running: dict[str, float],
              ahead: Optional[tuple[int, int, list[str]]], width: int) -> str:
     """The status in at most ``width`` characters (plain ASCII): done of total; the longest-running
-    test and for how long; the compiles ahead; the time left, estimated from the rate so far. Too
-    narrow: the estimate goes first, then the compiles, then the test's name shortens."""
-    done_part = f"{done}/{total} done"
-    extra = []
+    test and for how long; the time left, estimated from the rate so far; the compiles ahead. Too
+    narrow: the test is named by its parameters alone, the compile by its count, then the compiles
+    go, then the estimate."""
+    left = [f"about {_clock((now - started) / done * (total - done))} left"] if done >= 3 and total > done else []
+    compiling: list[str] = []       # the longer wording first
     if ahead is not None and ahead[0] < ahead[1]:
         finished, planned, building = ahead
-        extra.append(f"compiling ahead {finished}/{planned}" + (f": {term_text(building[0])}" if building else ""))
-    if done >= 3 and total > done:
-        extra.append(f"about {_clock((now - started) / done * (total - done))} left")
-    head, name = "", ""
+        compiling = [f"compiling ahead {finished}/{planned}"]
+        if building:
+            compiling.insert(0, f"{compiling[0]}: {term_text(building[0])}")
+    choices = [left + [c] for c in compiling] + [left, []]
+    names: list[str] = []
+    head = ""
     if running:
         nodeid, since = min(running.items(), key=lambda kv: kv[1])
         head = f"running {_clock(now - since)}: "
-        name = term_text(nodeid.rpartition("::")[2] or nodeid)      # a test id is the run's words: inert
+        full = term_text(nodeid.rpartition("::")[2] or nodeid)      # a test id is the run's words: inert
+        names = [full] + ([full[full.index("["):]] if "[" in full else [])
 
-    def text(parts: list[str], name_width: int) -> str:
-        first = [done_part] + ([head + _shorten(name, name_width)] if head else [])
-        return "(" + "; ".join(first + parts) + ")"
-    for keep in range(len(extra), -1, -1):
-        fixed = len(text(extra[:keep], 0)) - len("...")
-        if fixed + min(len(name), 24) <= width or keep == 0:
-            out = text(extra[:keep], max(width - fixed, 12))
+    def text(parts: list[str], name: str) -> str:
+        return "(" + "; ".join([f"{done}/{total} done"] + ([head + name] if head else []) + parts) + ")"
+    out = None
+    for parts in choices:                           # the most that fits with the test's name whole
+        out = next((t for name in names or [""] for t in [text(parts, name)] if len(t) <= width), None)
+        if out is not None:
             break
+    if out is None:                                 # no name fits whole: its parameters, shortened
+        room = width - len(text([], ""))
+        out = text([], _shorten(names[-1], max(room, 12))) if names else text([], "")
     return _shorten(out, width).encode("ascii", "replace").decode("ascii")
 
 

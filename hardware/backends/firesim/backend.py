@@ -158,7 +158,7 @@ class FireSimBackend(Backend):
             return ("FIRESIM_SOURCED is not set: the firesim manager refuses to run without it "
                     "(source firesim/sourceme-manager.sh first)")
         if _yaml() is None:
-            return "PyYAML is missing (the runtime config is YAML): pip install pyyaml==6.0.3"
+            return "PyYAML is missing (the runtime config is YAML): the extra accel-regress[firesim], or pip install pyyaml"
         _, reason = self.builder()
         return reason
 
@@ -214,7 +214,7 @@ class FireSimBackend(Backend):
             raise Unsupported(reason)
         yaml = _yaml()
         if yaml is None:
-            raise Unsupported("PyYAML is missing: pip install pyyaml==6.0.3")
+            raise Unsupported("PyYAML is missing (the runtime config is YAML): the extra accel-regress[firesim], or pip install pyyaml")
         variant = case.params.get("variant", "+v")
         count = getattr(build, "console_chars", None)      # an injected builder may not know
         chars = count(case, variant) if callable(count) else None

@@ -31,9 +31,15 @@ def test_the_status_says_what_runs_what_compiles_and_what_is_left_within_its_wid
     now = 1000.0
     text = live_status.describe(now, now - 100, 10, 50, {"t.py::test_x[emu-a]": now - 42, "t.py::test_y[b]": now - 7},
                                 (3, 12, ["iree-cpu matmul-M512-K512-N512"]), width=200)
-    assert text == ("(10/50 done; running 42s: test_x[emu-a]; compiling ahead 3/12: iree-cpu matmul-M512-K512-N512; "
-                    "about 6m40s left)"), text
-    for width in (24, 40, 73, 120):
+    assert text == ("(10/50 done; running 42s: test_x[emu-a]; about 6m40s left; compiling ahead 3/12: "
+                    "iree-cpu matmul-M512-K512-N512)"), text
+    ids = {"tests/test_f32_reduction.py::test_f32_reduction[iree-cpu-rmsnorm-4x33-v-vlen256-normal]": now - 10}
+    compiling = (3, 12, ["iree-cpu matmul-M512-K512-N512"])
+    assert live_status.describe(now, now - 100, 10, 50, ids, compiling, 110) == \
+        "(10/50 done; running 10s: [iree-cpu-rmsnorm-4x33-v-vlen256-normal]; about 6m40s left; compiling ahead 3/12)"
+    assert live_status.describe(now, now - 100, 10, 50, ids, compiling, 75) == \
+        "(10/50 done; running 10s: [iree-cpu-rmsnorm-4x33-v-vlen256-normal])"
+    for width in (40, 73, 120):
         narrow = live_status.describe(now, now - 100, 10, 50, {"t.py::test_" + "z" * 200: now - 1},
                                       (3, 12, ["iree-cpu " + "m" * 50]), width)
         assert len(narrow) <= width and narrow.startswith("(10/50 d"), (width, narrow)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -397,3 +398,10 @@ def test_a_stale_metasim_stderr_in_the_slot_is_not_read_in_fpga_mode(env):
         fs.run(c, {})
     assert (Path(info.value.detail["results"]) / "job0" / "metasim_stderr.out").is_file()   # it did come back
     assert "simulation timed out" in info.value.detail["driver"]
+
+
+def test_without_pyyaml_it_is_unavailable_naming_the_extra(env, monkeypatch):
+    """PyYAML is the extra accel-regress[firesim] (issue 48), not a requirement of every installation."""
+    monkeypatch.setitem(sys.modules, "yaml", None)          # import yaml: ImportError, as when not installed
+    reason = FireSimBackend(builder=StandInBuilder({}), env=env).availability()
+    assert reason == "PyYAML is missing (the runtime config is YAML): the extra accel-regress[firesim], or pip install pyyaml"
