@@ -90,7 +90,7 @@ def describe(now: float, started: float, done: int, total: int, running: dict[st
 class LiveStatus:
     """The status line's state: the tests running, the count done, what is shown now."""
 
-    def __init__(self, config, tr):
+    def __init__(self, config: pytest.Config, tr: pytest.TerminalReporter) -> None:
         self.config, self.tr = config, tr
         self.lock = threading.RLock()
         self.running: dict[str, float] = {}
@@ -107,7 +107,7 @@ class LiveStatus:
                 self._erase()
                 self.last_write = time.monotonic()
                 return self._write(*args, **kwargs)
-        tw.write = write
+        tw.write = write      # type: ignore[method-assign]  # this reporter's writer only, until stop()
         self.thread = threading.Thread(target=self._tick, name="accel-live-status", daemon=True)
         self.thread.start()
 
@@ -165,7 +165,7 @@ class LiveStatus:
         self.thread.join(timeout=5)
         with self.lock:
             self._erase()
-            self.tr._tw.write = self._write
+            del self.tr._tw.write           # the class's own method again
             os.close(self.fd)
 
 
