@@ -19,7 +19,7 @@ from accel_regress.golden.case import Case
 from accel_regress.core.errors import Crash, Hang, Unsupported
 from accel_regress.backends.firesim import FireSimBackend, Incomplete
 
-yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: pip install pyyaml")
+yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: the extra accel-regress[firesim]")
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "firesim"
 BIN = FIXTURES / "bin"
