@@ -189,17 +189,10 @@ class ProgramKind:
         if not self.group.startswith("accel_regress."):
             raise ValueError(f"program kind {self.kind!r}: its group {self.group!r} is not an accel_regress.* group")
 
-    def module(self, op: str):
-        """Operator family ``op``'s registered module of this kind, checked against its contract; or None."""
-        from accel_regress.core import registry
-        return registry.module_for(self, op)
-
-    def missing(self, op: str) -> Optional[str]:
-        """Why a backend that reads this kind can run no case of ``op`` (no module registered for it),
-        or None: the one wording of every backend's ``supports_op`` for a family it has no program of."""
-        if self.module(op) is None:
-            return f"no {self.kind.replace('_', ' ')} for operator {op!r} (register one in {self.group})"
-        return None
+    def absent(self, op: str) -> str:
+        """The one wording of every backend's ``supports_op`` for a family with no module of this
+        kind (registry.missing_program, which looks it up: this module imports no registry)."""
+        return f"no {self.kind.replace('_', ' ')} for operator {op!r} (register one in {self.group})"
 
 
 def _contract(kind) -> tuple[type, type]:

@@ -172,8 +172,12 @@ class LiveStatus:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session):
     config = session.config
-    live = LiveStatus(config, config.pluginmanager.get_plugin("terminalreporter")) \
-        if wanted(config) and not config.option.collectonly else None
+    live = None
+    if wanted(config) and not config.option.collectonly:
+        try:
+            live = LiveStatus(config, config.pluginmanager.get_plugin("terminalreporter"))
+        except (OSError, ValueError, AttributeError):      # a terminal stream without a descriptor: no status
+            live = None
     if live is not None:
         config.pluginmanager.register(live, "accel-regress-live-status")
     try:

@@ -45,12 +45,12 @@ class EmuBackend(Backend):
     program_kinds = (EMU_MODELS,)
 
     def supports_op(self, op: str) -> Optional[str]:
-        return EMU_MODELS.missing(op)
+        return registry.missing_program(EMU_MODELS, op)
 
     def supports_inputs(self, case: Case) -> Optional[str]:
         """A model that holds the data path's number formats (a bfp16 GEMM holds no inf, NaN or
         subnormal) says which input classes it cannot carry, with its own ``supports_inputs``."""
-        ask = getattr(EMU_MODELS.module(case.op), "supports_inputs", None)
+        ask = getattr(registry.module_for(EMU_MODELS, case.op), "supports_inputs", None)
         return ask(case) if ask is not None else super().supports_inputs(case)
 
     def preload_modules(self) -> list[str]:
@@ -64,9 +64,9 @@ class EmuBackend(Backend):
                 "ml_dtypes": metadata.version("ml_dtypes"), "python": platform.python_version()}
 
     def timeout(self, case: Case) -> float:
-        model = EMU_MODELS.module(case.op)
+        model = registry.module_for(EMU_MODELS, case.op)
         bound = getattr(model, "timeout", None)
         return bound(case) if bound else self.default_timeout_s
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return EMU_MODELS.module(case.op).run(case, inputs)
+        return registry.module_for(EMU_MODELS, case.op).run(case, inputs)

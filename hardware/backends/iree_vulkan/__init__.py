@@ -17,6 +17,7 @@ import numpy as np
 
 from accel_regress.backends.iree_vulkan import device as vk, shader_cache
 from accel_regress.backends.iree_vulkan.target import cannot_hold, with_target
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import NotApplicable
 from accel_regress.golden.case import Case
@@ -51,7 +52,7 @@ class IreeVulkanBackend(Backend):
         return vk.availability() is None and vk.probe().device_type != "VK_PHYSICAL_DEVICE_TYPE_CPU"
 
     def supports_op(self, op: str) -> Optional[str]:
-        return IREE_PROGRAMS.missing(op)
+        return registry.missing_program(IREE_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported_case(case) or baseline_only(case, self.name)

@@ -22,6 +22,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Crash, Unsupported
 from accel_regress.golden.case import Case
@@ -68,7 +69,7 @@ class OnnxRuntimeBackend(Backend):
         return None
 
     def supports_op(self, op: str) -> Optional[str]:
-        return ONNX_PROGRAMS.missing(op)
+        return registry.missing_program(ONNX_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         return unsupported_case(case)

@@ -104,7 +104,7 @@ class TorchBackend(Backend):
 
     # -- what runs -------------------------------------------------------------------------------
     def supports_op(self, op: str) -> Optional[str]:
-        return TORCH_PROGRAMS.missing(op)
+        return registry.missing_program(TORCH_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         from accel_regress.backends.torch_device import numerics
@@ -115,11 +115,11 @@ class TorchBackend(Backend):
             numerics.requested()
         except ValueError as exc:
             return f"the numerics settings asked for cannot be applied: {exc}"
-        check = getattr(TORCH_PROGRAMS.module(case.op), "unsupported", None)
+        check = getattr(registry.module_for(TORCH_PROGRAMS, case.op), "unsupported", None)
         return check(case) if check is not None else None
 
     def timeout(self, case: Case) -> float:
-        bound = getattr(TORCH_PROGRAMS.module(case.op), "timeout", None)
+        bound = getattr(registry.module_for(TORCH_PROGRAMS, case.op), "timeout", None)
         return bound(case) if bound is not None else self.default_timeout_s
 
     def preload_modules(self) -> list[str]:
@@ -144,7 +144,7 @@ class TorchBackend(Backend):
         device = self.device()
         settings = numerics.requested()
         with numerics.applied(torch, settings), torch.no_grad():
-            got = TORCH_PROGRAMS.module(case.op).run(case, {k: tensors.to_torch(torch, v, device) for k, v in inputs.items()},
+            got = registry.module_for(TORCH_PROGRAMS, case.op).run(case, {k: tensors.to_torch(torch, v, device) for k, v in inputs.items()},
                                         device)
             self.synchronize(torch)
         return {k: tensors.to_numpy(torch, v) for k, v in got.items()}

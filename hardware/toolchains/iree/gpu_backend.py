@@ -16,6 +16,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Hang, Unsupported
 from accel_regress.golden.case import Case
@@ -88,7 +89,7 @@ class IreeGpuBackend(Backend):
         return driver_problem(self.driver)
 
     def supports_op(self, op: str) -> Optional[str]:
-        return IREE_PROGRAMS.missing(op)
+        return registry.missing_program(IREE_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         return unsupported_case(case) or baseline_only(case, self.name)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Optional, Protocol
 import numpy as np
 
 from accel_regress.golden.case import Case
+from accel_regress.core import registry
 from accel_regress.core.contracts import ProgramKind
 from accel_regress.core.errors import NotApplicable, Unsupported
 from accel_regress.toolchains.iree import riscv
@@ -53,7 +54,7 @@ def riscv_target(case: Case) -> tuple[Optional[str], Optional[int]]:
     """The RISC-V flag variant and VLEN the case asks for (``params['variant']`` / ``['vlen']``),
     or (None, None) when its family's ``variant`` parameter means something else (a program
     module with ``RISCV_VARIANTS = False``, e.g. seed 002's kernel variants)."""
-    if not getattr(IREE_PROGRAMS.module(case.op), "RISCV_VARIANTS", True):
+    if not getattr(registry.module_for(IREE_PROGRAMS, case.op), "RISCV_VARIANTS", True):
         return None, None
     p = case.params if hasattr(case.params, "get") else {}
     return p.get("variant"), p.get("vlen")
@@ -61,19 +62,19 @@ def riscv_target(case: Case) -> tuple[Optional[str], Optional[int]]:
 
 def unsupported_case(case: Case) -> Optional[str]:
     """Why the family's program cannot express this case (the module's ``unsupported(case)``)."""
-    reason = IREE_PROGRAMS.missing(case.op)
+    reason = registry.missing_program(IREE_PROGRAMS, case.op)
     if reason:
         return reason
-    check = getattr(IREE_PROGRAMS.module(case.op), "unsupported", None)
+    check = getattr(registry.module_for(IREE_PROGRAMS, case.op), "unsupported", None)
     return check(case) if check is not None else None
 
 
 def program_for(case: Case) -> Program:
-    return IREE_PROGRAMS.module(case.op).program(case)
+    return registry.module_for(IREE_PROGRAMS, case.op).program(case)
 
 
 def plan_for(case: Case) -> tuple[Program, ...]:
-    module = IREE_PROGRAMS.module(case.op)
+    module = registry.module_for(IREE_PROGRAMS, case.op)
     plan = getattr(module, "plan", None)
     return tuple(plan(case)) if plan is not None else (module.program(case),)
 

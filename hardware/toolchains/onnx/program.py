@@ -11,6 +11,7 @@ from typing import Any, Mapping, Optional, Protocol
 
 import numpy as np
 
+from accel_regress.core import registry
 from accel_regress.core.contracts import ProgramKind
 from accel_regress.golden.case import Case
 
@@ -57,12 +58,12 @@ ONNX_PROGRAMS = ProgramKind("onnx_program", "accel_regress.onnx_programs", OnnxP
 
 
 def unsupported_case(case: Case) -> Optional[str]:
-    reason = ONNX_PROGRAMS.missing(case.op)
+    reason = registry.missing_program(ONNX_PROGRAMS, case.op)
     if reason:
         return reason
-    check = getattr(ONNX_PROGRAMS.module(case.op), "unsupported", None)
+    check = getattr(registry.module_for(ONNX_PROGRAMS, case.op), "unsupported", None)
     return check(case) if check is not None else None
 
 
 def model_for(case: Case) -> OnnxModel:
-    return ONNX_PROGRAMS.module(case.op).model(case)
+    return registry.module_for(ONNX_PROGRAMS, case.op).model(case)
