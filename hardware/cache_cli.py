@@ -174,7 +174,8 @@ def cache_key() -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="accel-regress cache", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="accel-regress cache", description="The suite's caches: where each is, what it holds and its size (info); a CI cache key "
+                                     "from the toolchain versions they depend on (key).")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("info", help="where every cache is, what it holds and its size")
     show.add_argument("--json", action="store_true", help="print the same as JSON")

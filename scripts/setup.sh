@@ -38,4 +38,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-quietly python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports,dev,bisect,test,docs,corpus]"
+quietly python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[iree,reports,dev,bisect,test,docs,corpus,postgresql,firesim]"

@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import importlib
 import inspect
-import io
 import os
 import sys
 from typing import get_type_hints
@@ -89,25 +88,6 @@ class Options(_Markdown):
         return "\n".join(rows)
 
 
-class _Captured(Exception):
-    def __init__(self, parser):
-        self.parser = parser
-
-
-@contextlib.contextmanager
-def _capture_parsers():
-    """A command's parser, taken when the command asks it to parse: the command itself never runs."""
-    def capture(self, *args, **kwargs):
-        raise _Captured(self)
-    saved = argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args
-    argparse.ArgumentParser.parse_args = capture
-    argparse.ArgumentParser.parse_known_args = capture
-    try:
-        yield
-    finally:
-        argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args = saved
-
-
 def _subparsers(parser):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -118,30 +98,22 @@ class Cli(_Markdown):
     def markdown(self) -> str:
         from accel_regress import __main__ as cli
         self.depends(cli)
-        out = []
         with _placeholders():
-            for name, value in cli.commands().items():
+            commands = cli.commands()
+            out = ["**`accel-regress --help`**\n", "```text", cli.help_text(commands), "```", ""]
+            for name, value in commands.items():
                 out += self.command(cli, name, value)
         return "\n".join(out)
 
     def command(self, cli, name: str, value: str) -> list:
         out = []
         module_name, func = value.split(":")
-        module = importlib.import_module(module_name)
-        self.depends(module)
+        self.depends(importlib.import_module(module_name))
         out.append(f"**`accel-regress {name}`** ({_code(value)})\n")
-        if module is cli and func == "list_backends":
+        if module_name == cli.__name__ and func == "list_backends":
             out.append(inspect.getdoc(cli.list_backends) + "\n")
             return out
-        parser = None
-        with _capture_parsers(), contextlib.redirect_stdout(io.StringIO()), \
-                contextlib.redirect_stderr(io.StringIO()):
-            try:
-                getattr(module, func)([])
-            except _Captured as captured:
-                parser = captured.parser
-            except (Exception, SystemExit):
-                parser = None
+        parser = cli.command_parser(value)
         if parser is None:
             raise self.error(f"accel-regress {name}: {value} parsed no arguments; its help cannot be shown")
         out += ["```text", parser.format_help().rstrip(), "```", ""]

@@ -150,7 +150,8 @@ def sweep(op: str, backend: str, shapes: Sequence[tuple], *, out=None, **kw) -> 
 
 
 def parser(prog: str = "python -m accel_regress sweep") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.strip().splitlines()[0])
+    p = argparse.ArgumentParser(prog=prog, description="Every (M, K, N) of a cube of shapes on one backend: the table of verdicts, then the rule that "
+                                "separates the failing shapes from the passing ones.")
     p.add_argument("--op", default="matmul", choices=sorted(OPS), help="operator family (default matmul)")
     p.add_argument("--hw", default="emu", help="backend id (default emu); see `python -m accel_regress`")
     p.add_argument("--dims", type=_dims_list, default=None, metavar="A,B[,...]",

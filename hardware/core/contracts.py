@@ -17,7 +17,7 @@ included: a family whose outputs must match bit for bit returns golden.tolerance
 """
 import inspect
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, get_type_hints
 
@@ -65,8 +65,11 @@ class GoldenModuleOptional(Protocol):
 
 class Backend(Protocol):
     """``accel_regress.backends`` (name = "module:Class"): the class, instantiated with no
-    arguments. Subclassing accel_regress.core.backend.Backend gives every member but ``run``."""
+    arguments. Subclassing accel_regress.core.backend.Backend gives every member but ``run``.
+    Every member the core reads of a backend is declared here or in BackendOptional
+    (tests/selftest/core/test_backend_contract.py fails on one that is not)."""
 
+    name: str                                 # the id it is registered under (set by the registry)
     kind: str
     description: str
     # The device pool it locks (None: none). The runner holds one device of it per process from
@@ -75,6 +78,12 @@ class Backend(Protocol):
     device_resource: Optional[str]
 
     def availability(self) -> Optional[str]: ...
+
+    # Why its cases only compile here (a GPU backend without its GPU), or None: left out of the default selection.
+    def compile_only(self) -> Optional[str]: ...
+
+    # Its package data files that this installation lacks (a set-up error naming them, not a CRASH).
+    def missing_files(self) -> list[str]: ...
 
     def supports_op(self, op: str) -> Optional[str]: ...
 
@@ -88,6 +97,9 @@ class Backend(Protocol):
 
     def run(self, case: Case, inputs: Arrays) -> Arrays: ...
 
+    # What it builds before the cases run: (index of the first case served, job) pairs (plugin/ahead.py).
+    def ahead(self, cases: Sequence[Case]) -> list[tuple[int, Callable[[], None]]]: ...
+
     def preload_modules(self) -> list[str]: ...
 
     def reset(self) -> None: ...
@@ -95,6 +107,15 @@ class Backend(Protocol):
 
 class BackendOptional(Protocol):
     program_kinds: tuple               # the ProgramKinds it reads (accel_regress.core.backend.Backend: none)
+    # How the isolated worker's memory is bounded (core/isolation/bounds.py MEMORY_BOUNDS; default "address-space").
+    memory_bound: str
+    # The device generations its device facts may name: (substring, name) pairs, and exact ids -> name
+    # (accel_regress.results.keys: merge, gate and expectations read them).
+    device_generations: tuple
+    device_ids: Mapping[str, str]
+    # What the last run saw beyond its outputs (qemu-rvv's codegen scan, FireSim's slot and console),
+    # kept in the process that ran it and recorded as the verdict's detail.
+    last_report: Mapping[str, Any]
 
 
 # The contracts' version: raised when a member's signature changes (and the change is listed in
@@ -167,6 +188,11 @@ class ProgramKind:
     def __post_init__(self):
         if not self.group.startswith("accel_regress."):
             raise ValueError(f"program kind {self.kind!r}: its group {self.group!r} is not an accel_regress.* group")
+
+    def absent(self, op: str) -> str:
+        """The one wording of every backend's ``supports_op`` for a family with no module of this
+        kind (registry.missing_program, which looks it up: this module imports no registry)."""
+        return f"no {self.kind.replace('_', ' ')} for operator {op!r} (register one in {self.group})"
 
 
 def _contract(kind) -> tuple[type, type]:

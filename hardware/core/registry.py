@@ -272,6 +272,12 @@ def module_for(kind, op: str):
     return reg.load(kind if hasattr(kind, "group") else None)
 
 
+def missing_program(kind, op: str) -> Optional[str]:
+    """Why a backend that reads program kind ``kind`` (a contracts.ProgramKind) can run no case of
+    operator family ``op``: none of that kind is registered for it (``kind.absent(op)``); else None."""
+    return kind.absent(op) if module_for(kind, op) is None else None
+
+
 @lru_cache(maxsize=None)
 def _unavailable_class() -> type:
     from accel_regress.core.backend import Backend
@@ -300,8 +306,8 @@ def get(name: str) -> Backend:
     except Exception as exc:  # a missing dependency or a failing constructor: a reason, not a crash of the suite
         return _unavailable_class()(name, f"{reg.value} (registered by {reg.source}) failed to load: "
                                  f"{type(exc).__name__}: {exc}")
+    backend.name = name       # before the check: the id is the registry's to give, not the class's
     reg.check(backend)
-    backend.name = name
     return backend
 
 

@@ -206,9 +206,8 @@ class Run:
 
 def backend_report(name: str) -> dict:
     """What a backend measured in its last run, beyond the outputs (qemu-rvv's cycles and codegen
-    scan, FireSim's slot and console): its ``last_report`` or ``last_record``, in the process that ran it."""
-    backend = registry.get(name)
-    return {**(getattr(backend, "last_report", None) or getattr(backend, "last_record", None) or {}), **_FAULT_EFFECT}
+    scan, FireSim's slot and console): its ``last_report`` (contracts.BackendOptional), in the process that ran it."""
+    return {**(getattr(registry.get(name), "last_report", None) or {}), **_FAULT_EFFECT}
 
 
 def invoke(job: Job, isolation=None) -> dict[str, np.ndarray]:

@@ -115,8 +115,9 @@ def _plannable(backend, case, *, alone: bool) -> bool:
         return False
 
 
-def plan(config, items) -> list[tuple[int, Callable[[], None]]]:
-    """Every backend's jobs for the items' cases, in the order of the first item each serves."""
+def plan(config, items) -> list[tuple[int, Callable[[], None], str]]:
+    """Every backend's jobs for the items' cases, in the order of the first item each serves, each
+    with what it builds in words (the backend and its first case: the live status names it)."""
     from accel_regress.core import registry
     seed = config.getoption("accel_golden_seed")
     made: dict = {}
@@ -130,7 +131,7 @@ def plan(config, items) -> list[tuple[int, Callable[[], None]]]:
             if case not in cases[-4:]:      # the items of one case come together
                 cases.append(case)
                 positions.append(position)
-    out: list[tuple[int, Callable[[], None]]] = []
+    out: list[tuple[int, Callable[[], None], str]] = []
     for name, (cases, positions) in per_backend.items():
         if registry.availability(name) is not None:
             continue
@@ -141,19 +142,22 @@ def plan(config, items) -> list[tuple[int, Callable[[], None]]]:
         except Exception:       # a family's program() that raises: leave its cases out, keep the rest
             runnable = [i for i in runnable if _plannable(backend, cases[i], alone=True)]
             jobs = backend.ahead([cases[i] for i in runnable])
-        out += [(positions[runnable[index]], job) for index, job in jobs]
+        out += [(positions[runnable[index]], job, f"{name} {cases[runnable[index]].id}") for index, job in jobs]
     out.sort(key=lambda job: job[0])
     return out
 
 
 class Ahead:
     """The session's compile-ahead threads: they take jobs in order until none is left or the
-    session ends."""
+    session ends. What they are building, and how many are left, is read by the live status."""
 
-    def __init__(self, jobs: list[Callable[[], None]], threads: int):
+    def __init__(self, jobs: list[Callable[[], None]], threads: int, labels: Optional[list[str]] = None):
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        for job in jobs:
-            self.jobs.put(job)
+        for job, label in zip(jobs, labels or [""] * len(jobs)):
+            self.jobs.put((job, label))
+        self.total, self.finished = len(jobs), 0
+        self.building: dict[int, str] = {}      # thread ident -> what it builds now
+        self._count = threading.Lock()
         self.stopped = threading.Event()
         self.threads = [threading.Thread(target=self._work, name=f"accel-compile-ahead-{i}", daemon=True)
                         for i in range(threads)]
@@ -164,13 +168,18 @@ class Ahead:
         try:
             while not self.stopped.is_set():
                 try:
-                    job = self.jobs.get_nowait()
+                    job, label = self.jobs.get_nowait()
                 except queue.Empty:
                     return
+                self.building[threading.get_ident()] = label
                 try:
                     job()
                 except Exception:       # a job never fails a session: its case builds and reports it
                     pass
+                finally:
+                    self.building.pop(threading.get_ident(), None)
+                    with self._count:
+                        self.finished += 1
         finally:
             children.forget()
 
@@ -194,9 +203,18 @@ def pytest_collection_finish(session):
     threads = lanes(config)
     if threads <= 0:
         return
-    jobs = [job for _, job in plan(config, session.items)]
-    if jobs:
-        config.stash[_AHEAD] = Ahead(jobs, min(threads, len(jobs)))
+    planned = plan(config, session.items)
+    if planned:
+        config.stash[_AHEAD] = Ahead([job for _, job, _ in planned], min(threads, len(planned)),
+                                     [label for _, _, label in planned])
+
+
+def progress(config) -> Optional[tuple[int, int, list[str]]]:
+    """The compiles ahead: (finished, total, what is building now), or None when there are none."""
+    ahead = config.stash.get(_AHEAD, None)
+    if ahead is None:
+        return None
+    return ahead.finished, ahead.total, [label for label in list(ahead.building.values()) if label]
 
 
 @pytest.hookimpl(tryfirst=True)

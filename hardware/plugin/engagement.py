@@ -41,6 +41,7 @@ ON_ENGAGEMENT = (
     "accel_regress.plugin.repeat",                      # --repeat N: mixed outcomes are FLAKY k/N
     "accel_regress.plugin.shard",                       # --shard I/N: a split every runner computes alike
     "accel_regress.plugin.history",                     # every run into the results history
+    "accel_regress.plugin.live_status",                 # on a terminal: what a long wait waits for
 )
 
 

@@ -159,6 +159,41 @@ def run(case, inputs, device):
     return {{"y": x * w + b}}           # two torch ops: an f32 multiply and an f32 add, each rounded
 '''
 
+ONNX_PROGRAM = '''"""{op} as an ONNX graph, for accel-regress's onnxruntime backends (onnxruntime, the CPU execution
+provider, in the default run; onnxruntime-cuda, -rocm, -openvino, ... where their provider is): two
+nodes, Mul then Add, each an f32 operation rounded once, in the order golden.py's error model assumes.
+
+Replace the graph with your operator (accel_regress.toolchains.onnx.program.OnnxProgram:
+``model(case)`` returns an OnnxModel, the serialized ModelProto and each graph input and output by
+the name golden.py gives the array). onnx is imported here, in the isolated worker, never at import.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+
+from accel_regress.toolchains.onnx.program import OnnxModel
+
+OPSET = 13          # every onnxruntime release since 1.6 runs it
+IR_VERSION = 7      # the IR of opset 13 (onnx.helper.VERSION_TABLE): older runtimes read it too
+
+
+def unsupported(case):
+    if importlib.util.find_spec("onnx") is None:
+        return "the onnx package builds this family's model (pip install onnx)"
+    return None
+
+
+def model(case) -> OnnxModel:
+    from onnx import TensorProto, helper
+    n = math.prod(case.params["shape"])
+    value = {{name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [n]) for name in ("x", "w", "b", "y")}}
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["p"]), helper.make_node("Add", ["p", "b"], ["y"])],
+                              "{op}", [value["x"], value["w"], value["b"]], [value["y"]])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    return OnnxModel(proto.SerializeToString(), (("x", "tensor"), ("w", "tensor"), ("b", "tensor")), (("y", "tensor"),))
+'''
+
 TEST = '''"""{op} on every selected backend (``--hw``), against the float64 reference within the error model
 (written by `accel-regress new-family`; the cases and checks are yours to extend)."""
 import pytest

@@ -37,10 +37,6 @@ class EmuModelOptional(Protocol):
 EMU_MODELS = ProgramKind("emu_model", "accel_regress.emu_models", EmuModel, EmuModelOptional)
 
 
-def _model(op: str):
-    return registry.module_for(EMU_MODELS, op)
-
-
 class EmuBackend(Backend):
     name = "emu"
     kind = "emulator"
@@ -49,15 +45,12 @@ class EmuBackend(Backend):
     program_kinds = (EMU_MODELS,)
 
     def supports_op(self, op: str) -> Optional[str]:
-        if _model(op) is None:
-            return (f"emu has no model of operator {op!r} (register one in the entry-point group "
-                    f"{EMU_MODELS.group})")
-        return None
+        return registry.missing_program(EMU_MODELS, op)
 
     def supports_inputs(self, case: Case) -> Optional[str]:
         """A model that holds the data path's number formats (a bfp16 GEMM holds no inf, NaN or
         subnormal) says which input classes it cannot carry, with its own ``supports_inputs``."""
-        ask = getattr(_model(case.op), "supports_inputs", None)
+        ask = getattr(registry.module_for(EMU_MODELS, case.op), "supports_inputs", None)
         return ask(case) if ask is not None else super().supports_inputs(case)
 
     def preload_modules(self) -> list[str]:
@@ -71,9 +64,9 @@ class EmuBackend(Backend):
                 "ml_dtypes": metadata.version("ml_dtypes"), "python": platform.python_version()}
 
     def timeout(self, case: Case) -> float:
-        model = _model(case.op)
+        model = registry.module_for(EMU_MODELS, case.op)
         bound = getattr(model, "timeout", None)
         return bound(case) if bound else self.default_timeout_s
 
     def run(self, case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return _model(case.op).run(case, inputs)
+        return registry.module_for(EMU_MODELS, case.op).run(case, inputs)

@@ -137,7 +137,7 @@ class FireSimBackend(Backend):
         self._env = env
         # what the last run() saw, for tables such as repros/f32_reduction_hang.py's: log_verdict
         # (pass/warmup/progress/hang/early/fail), cycles (sum of [dc] cyc=), driver, results, ...
-        self.last_record: dict = {}
+        self.last_report: dict = {}
 
     # -- configuration --------------------------------------------------------------------------
     def _environ(self) -> Mapping[str, str]:
@@ -158,7 +158,7 @@ class FireSimBackend(Backend):
             return ("FIRESIM_SOURCED is not set: the firesim manager refuses to run without it "
                     "(source firesim/sourceme-manager.sh first)")
         if _yaml() is None:
-            return "PyYAML is missing (the runtime config is YAML): pip install pyyaml==6.0.3"
+            return "PyYAML is missing (the runtime config is YAML): the extra accel-regress[firesim], or pip install pyyaml"
         _, reason = self.builder()
         return reason
 
@@ -214,7 +214,7 @@ class FireSimBackend(Backend):
             raise Unsupported(reason)
         yaml = _yaml()
         if yaml is None:
-            raise Unsupported("PyYAML is missing: pip install pyyaml==6.0.3")
+            raise Unsupported("PyYAML is missing (the runtime config is YAML): the extra accel-regress[firesim], or pip install pyyaml")
         variant = case.params.get("variant", "+v")
         count = getattr(build, "console_chars", None)      # an injected builder may not know
         chars = count(case, variant) if callable(count) else None
@@ -225,7 +225,7 @@ class FireSimBackend(Backend):
         work = Path(tempfile.mkdtemp(prefix="accel-firesim-"))
         name = workload.safe_name(f"accel-{case.op}-{case.id}", 60) + "-" + secrets.token_hex(4)
         wl = None
-        self.last_record = {"case": case.id, "variant": variant, "console_chars": chars, "fesvr_step_size": step}
+        self.last_report = {"case": case.id, "variant": variant, "console_chars": chars, "fesvr_step_size": step}
         try:
             extra = {"inputs": inputs} if getattr(build, "takes_inputs", False) else {}
             boot = Path(build(case, variant, work / "build", uart_outputs=True, **extra))
@@ -235,7 +235,7 @@ class FireSimBackend(Backend):
             if reason is not None:
                 raise Unsupported(reason)
             wl = workload.build(s.deploy_dir, name, boot, s.rootfs)
-            self.last_record.update(slot_bootbinary=wl.slot_boot_name, boot_sha256=wl.boot_sha256)
+            self.last_report.update(slot_bootbinary=wl.slot_boot_name, boot_sha256=wl.boot_sha256)
             cfg_path = work / "config_runtime.yaml"
             try:
                 base = yaml.safe_load(s.runtime_config.read_text())
@@ -279,7 +279,7 @@ class FireSimBackend(Backend):
             what = f"did not finish within {s.infrasetup_s:.0f} s" if setup.timed_out else f"exited {setup.returncode}"
             raise Crash(f"firesim infrasetup {what}; nothing was simulated",
                         detail={"manager_log": setup.tail(), "workload": wl.name})
-        detail = self.last_record
+        detail = self.last_report
         detail.update(workload=wl.name, max_cycles=s.max_cycles, wall_s=s.wall_s)
         runwl = self._runworkload(s, cfg, log, detail)
         detail["manager_seconds"] = round(runwl.seconds, 1)

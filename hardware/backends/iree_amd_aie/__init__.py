@@ -45,10 +45,11 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from accel_regress.golden.case import Case
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Crash, Hang, Unsupported
 from accel_regress.toolchains.iree import compiler
-from accel_regress.toolchains.iree.program import IREE_PROGRAMS, Program, program_for, unsupported_op
+from accel_regress.toolchains.iree.program import IREE_PROGRAMS, Program, program_for
 from accel_regress.backends.iree_amd_aie import toolchain
 
 TARGET_BACKEND = "amd-aie"
@@ -177,7 +178,7 @@ class IreeAmdAieBackend(Backend):
         return None
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return registry.missing_program(IREE_PROGRAMS, op)
 
     def versions(self) -> dict[str, str]:
         compile_tool = tool("iree-compile")

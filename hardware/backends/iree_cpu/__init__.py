@@ -14,6 +14,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from accel_regress.golden.case import Case
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Crash, NotApplicable
 from accel_regress.toolchains.iree import compiler, host_target, riscv, run_module
@@ -26,7 +27,6 @@ from accel_regress.toolchains.iree.program import (
     riscv_target,
     run_plan,
     unsupported_case,
-    unsupported_op,
 )
 
 HOST_FLAGS = ("--iree-hal-target-device=local",
@@ -72,7 +72,7 @@ class IreeCpuBackend(Backend):
         return None
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return registry.missing_program(IREE_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported_case(case)

@@ -17,11 +17,12 @@ import numpy as np
 
 from accel_regress.backends.iree_vulkan import device as vk, shader_cache
 from accel_regress.backends.iree_vulkan.target import cannot_hold, with_target
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import NotApplicable
 from accel_regress.golden.case import Case
 from accel_regress.toolchains.iree import compiler, run_module
-from accel_regress.toolchains.iree.program import Program, baseline_only, plan_for, run_plan, unsupported_case, unsupported_op
+from accel_regress.toolchains.iree.program import IREE_PROGRAMS, Program, baseline_only, plan_for, run_plan, unsupported_case
 
 FLAGS = ("--iree-hal-target-device=vulkan",)
 
@@ -32,6 +33,7 @@ class IreeVulkanBackend(Backend):
     description = "IREE compiles the linalg program for vulkan-spirv (a target from the device's features) and runs it on the Vulkan device"
     default_timeout_s = 300.0
     memory_bound = "device"      # a GPU's Vulkan driver maps device memory into the worker
+    program_kinds = (IREE_PROGRAMS,)
     # The Vulkan devices expectations/iree-vulkan.toml names (``devices = [...]``), read from the
     # recorded ``vulkan-device``: a GPU driver's numerics are its own (the H200's driver flushes f32
     # subnormals, lavapipe keeps them). Only devices a run has been seen on; the name stays as reported.
@@ -50,7 +52,7 @@ class IreeVulkanBackend(Backend):
         return vk.availability() is None and vk.probe().device_type != "VK_PHYSICAL_DEVICE_TYPE_CPU"
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return registry.missing_program(IREE_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported_case(case) or baseline_only(case, self.name)

@@ -22,10 +22,11 @@ from typing import Mapping, Optional
 
 import numpy as np
 
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Crash, Unsupported
 from accel_regress.golden.case import Case
-from accel_regress.toolchains.onnx.program import ONNX_PROGRAMS, model_for, unsupported_case, unsupported_op
+from accel_regress.toolchains.onnx.program import ONNX_PROGRAMS, model_for, unsupported_case
 
 PIP_HINT = "pip install 'accel-regress[corpus]' (onnxruntime from PyPI; an EP's own wheel for the others)"
 
@@ -68,7 +69,7 @@ class OnnxRuntimeBackend(Backend):
         return None
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return registry.missing_program(ONNX_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         return unsupported_case(case)

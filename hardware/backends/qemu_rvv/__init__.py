@@ -26,6 +26,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from accel_regress.golden.case import Case
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import Crash, Hang, Unsupported
 from accel_regress.util import children
@@ -36,7 +37,6 @@ from accel_regress.toolchains.iree.program import (
     riscv_target,
     run_plan,
     unsupported_case,
-    unsupported_op,
 )
 from accel_regress.backends.qemu_rvv import build, protocol
 
@@ -82,7 +82,7 @@ class QemuRvvBackend(Backend):
         return riscv.canonical(variant or riscv.BASELINE_VARIANT), int(vlen or riscv.BASELINE_VLEN)
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return registry.missing_program(IREE_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         reason = unsupported_case(case)

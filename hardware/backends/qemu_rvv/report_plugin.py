@@ -17,9 +17,10 @@ _scans: dict[tuple, str] = {}
 
 def codegen_scan_for(case) -> list[dict]:
     from accel_regress.toolchains.iree import riscv
-    from accel_regress.toolchains.iree.program import program_for, program_module
+    from accel_regress.core import registry
+    from accel_regress.toolchains.iree.program import IREE_PROGRAMS, program_for
     from accel_regress.backends.qemu_rvv import build
-    if program_module(case.op) is None:
+    if registry.module_for(IREE_PROGRAMS, case.op) is None:
         return []
     variant = case.params.get("variant") or riscv.BASELINE_VARIANT
     if variant not in riscv.VARIANTS:

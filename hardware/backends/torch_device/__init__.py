@@ -47,10 +47,6 @@ class TorchProgramOptional(Protocol):
 TORCH_PROGRAMS = ProgramKind("torch_program", "accel_regress.torch_programs", TorchProgram, TorchProgramOptional)
 
 
-def _program(op: str):
-    return registry.module_for(TORCH_PROGRAMS, op)
-
-
 def _torch_version() -> Optional[str]:
     try:
         return md.version("torch")
@@ -108,10 +104,7 @@ class TorchBackend(Backend):
 
     # -- what runs -------------------------------------------------------------------------------
     def supports_op(self, op: str) -> Optional[str]:
-        if _program(op) is None:
-            return (f"no torch program for operator {op!r} (register one in the entry-point group "
-                    f"{TORCH_PROGRAMS.group})")
-        return None
+        return registry.missing_program(TORCH_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         from accel_regress.backends.torch_device import numerics
@@ -122,11 +115,11 @@ class TorchBackend(Backend):
             numerics.requested()
         except ValueError as exc:
             return f"the numerics settings asked for cannot be applied: {exc}"
-        check = getattr(_program(case.op), "unsupported", None)
+        check = getattr(registry.module_for(TORCH_PROGRAMS, case.op), "unsupported", None)
         return check(case) if check is not None else None
 
     def timeout(self, case: Case) -> float:
-        bound = getattr(_program(case.op), "timeout", None)
+        bound = getattr(registry.module_for(TORCH_PROGRAMS, case.op), "timeout", None)
         return bound(case) if bound is not None else self.default_timeout_s
 
     def preload_modules(self) -> list[str]:
@@ -150,7 +143,7 @@ class TorchBackend(Backend):
         torch = self._torch()
         device = self.device()
         settings = numerics.requested()
-        program = _program(case.op)
+        program = registry.module_for(TORCH_PROGRAMS, case.op)
         with numerics.applied(torch, settings), torch.no_grad():
             try:
                 got = program.run(case, {k: tensors.to_torch(torch, v, device) for k, v in inputs.items()}, device)

@@ -46,7 +46,8 @@ from accel_regress.util.derived_cache import user_cache
 
 
 def parser(prog: str = "accel-regress bisect") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.strip().splitlines()[0])
+    p = argparse.ArgumentParser(prog=prog, description="The last good and the first bad release of a toolchain for one test, by binary search "
+                                "over its released versions.")
     p.add_argument("test", help="the pytest node id of one case, e.g. "
                    "'tests/test_f32_reduction.py::test_f32_reduction[iree-cpu-erf-64-v-vlen256-specials]'")
     src = p.add_mutually_exclusive_group(required=True)

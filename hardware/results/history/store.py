@@ -9,6 +9,7 @@ advisory lock. Every value goes in as a bound parameter.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from contextlib import contextmanager
@@ -95,6 +96,9 @@ def _server_engine(location: str, timeout: float) -> Engine:
         url = url.set(drivername="postgresql+psycopg")
     if not url.drivername.startswith("postgresql"):
         raise HistoryError(f"{describe(location)}: only postgresql:// servers are supported (or a SQLite file path)")
+    if url.drivername == "postgresql+psycopg" and importlib.util.find_spec("psycopg") is None:
+        raise HistoryError(f"history {describe(location)}: a PostgreSQL history needs the psycopg driver: the extra "
+                           "accel-regress[postgresql], or pip install 'psycopg[binary]'")
     # Every wait bounded on the server's side too: a lock another client holds (lock_timeout) and a
     # statement that runs on (statement_timeout, later: a lock wait is then named as one) end in an
     # error, never a session stuck at its end (PostgreSQL's runtime-config-client.html).

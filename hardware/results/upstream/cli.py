@@ -36,7 +36,8 @@ from accel_regress.results.upstream import bundle
 
 
 def parser(prog: str = "accel-regress upstream") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.strip().splitlines()[0])
+    p = argparse.ArgumentParser(prog=prog, description="A self-contained bundle for an upstream bug report: one failing case reduced to the "
+                                "smallest that still shows the bug.")
     p.add_argument("test", help="pytest node id of one failing case")
     p.add_argument("-o", "--out", type=Path, required=True, help="the bundle folder to write")
     p.add_argument("--hw", help="backend (default: the one the test id carries)")

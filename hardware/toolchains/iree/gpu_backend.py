@@ -16,11 +16,12 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from accel_regress.core import registry
 from accel_regress.core.backend import Backend
 from accel_regress.core.errors import CompileError, Hang, Unsupported
 from accel_regress.golden.case import Case
 from accel_regress.toolchains.iree import compiler, run_module
-from accel_regress.toolchains.iree.program import Program, baseline_only, plan_for, run_plan, unsupported_case, unsupported_op
+from accel_regress.toolchains.iree.program import IREE_PROGRAMS, Program, baseline_only, plan_for, run_plan, unsupported_case
 
 PROBE = "func.func @probe(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = arith.addf %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n"
 
@@ -70,6 +71,7 @@ class IreeGpuBackend(Backend):
     kind = "compiler"
     default_timeout_s = 300.0
     memory_bound = "device"       # the driver reserves the device's virtual address range at start-up
+    program_kinds = (IREE_PROGRAMS,)
     driver = ""                   # the HAL driver of iree-base-runtime
     target_flag = ""              # --iree-cuda-target / --iree-rocm-target
 
@@ -87,7 +89,7 @@ class IreeGpuBackend(Backend):
         return driver_problem(self.driver)
 
     def supports_op(self, op: str) -> Optional[str]:
-        return unsupported_op(op)
+        return registry.missing_program(IREE_PROGRAMS, op)
 
     def supports(self, case: Case) -> Optional[str]:
         return unsupported_case(case) or baseline_only(case, self.name)

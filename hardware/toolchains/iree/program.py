@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Optional, Protocol
 import numpy as np
 
 from accel_regress.golden.case import Case
+from accel_regress.core import registry
 from accel_regress.core.contracts import ProgramKind
 from accel_regress.core.errors import NotApplicable, Unsupported
 from accel_regress.toolchains.iree import riscv
@@ -49,23 +50,11 @@ class IreeProgramOptional(Protocol):
 IREE_PROGRAMS = ProgramKind("iree_program", "accel_regress.iree_programs", IreeProgram, IreeProgramOptional)
 
 
-def program_module(op: str):
-    from accel_regress.core import registry
-    return registry.module_for(IREE_PROGRAMS, op)
-
-
-def unsupported_op(op: str) -> Optional[str]:
-    if program_module(op) is None:
-        return (f"no linalg program for operator {op!r} (register one in the entry-point group "
-                f"{IREE_PROGRAMS.group})")
-    return None
-
-
 def riscv_target(case: Case) -> tuple[Optional[str], Optional[int]]:
     """The RISC-V flag variant and VLEN the case asks for (``params['variant']`` / ``['vlen']``),
     or (None, None) when its family's ``variant`` parameter means something else (a program
     module with ``RISCV_VARIANTS = False``, e.g. seed 002's kernel variants)."""
-    if not getattr(program_module(case.op), "RISCV_VARIANTS", True):
+    if not getattr(registry.module_for(IREE_PROGRAMS, case.op), "RISCV_VARIANTS", True):
         return None, None
     p = case.params if hasattr(case.params, "get") else {}
     return p.get("variant"), p.get("vlen")
@@ -73,19 +62,19 @@ def riscv_target(case: Case) -> tuple[Optional[str], Optional[int]]:
 
 def unsupported_case(case: Case) -> Optional[str]:
     """Why the family's program cannot express this case (the module's ``unsupported(case)``)."""
-    reason = unsupported_op(case.op)
+    reason = registry.missing_program(IREE_PROGRAMS, case.op)
     if reason:
         return reason
-    check = getattr(program_module(case.op), "unsupported", None)
+    check = getattr(registry.module_for(IREE_PROGRAMS, case.op), "unsupported", None)
     return check(case) if check is not None else None
 
 
 def program_for(case: Case) -> Program:
-    return program_module(case.op).program(case)
+    return registry.module_for(IREE_PROGRAMS, case.op).program(case)
 
 
 def plan_for(case: Case) -> tuple[Program, ...]:
-    module = program_module(case.op)
+    module = registry.module_for(IREE_PROGRAMS, case.op)
     plan = getattr(module, "plan", None)
     return tuple(plan(case)) if plan is not None else (module.program(case),)
 

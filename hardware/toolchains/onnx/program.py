@@ -11,6 +11,7 @@ from typing import Any, Mapping, Optional, Protocol
 
 import numpy as np
 
+from accel_regress.core import registry
 from accel_regress.core.contracts import ProgramKind
 from accel_regress.golden.case import Case
 
@@ -56,24 +57,13 @@ class OnnxProgramOptional(Protocol):
 ONNX_PROGRAMS = ProgramKind("onnx_program", "accel_regress.onnx_programs", OnnxProgram, OnnxProgramOptional)
 
 
-def program_module(op: str):
-    from accel_regress.core import registry
-    return registry.module_for(ONNX_PROGRAMS, op)
-
-
-def unsupported_op(op: str) -> Optional[str]:
-    if program_module(op) is None:
-        return f"no ONNX model for operator family {op!r} (register one in the entry-point group {ONNX_PROGRAMS.group})"
-    return None
-
-
 def unsupported_case(case: Case) -> Optional[str]:
-    reason = unsupported_op(case.op)
+    reason = registry.missing_program(ONNX_PROGRAMS, case.op)
     if reason:
         return reason
-    check = getattr(program_module(case.op), "unsupported", None)
+    check = getattr(registry.module_for(ONNX_PROGRAMS, case.op), "unsupported", None)
     return check(case) if check is not None else None
 
 
 def model_for(case: Case) -> OnnxModel:
-    return program_module(case.op).model(case)
+    return registry.module_for(ONNX_PROGRAMS, case.op).model(case)

@@ -49,20 +49,21 @@ def run_pytest(root: Path, env: dict, *args) -> subprocess.CompletedProcess:
                           cwd=root, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_generated_family_passes_on_emu_and_iree_cpu_and_fails_under_its_fault(tmp_path):
+def test_generated_family_passes_on_emu_iree_cpu_and_onnxruntime_and_fails_under_its_fault(tmp_path):
     root = team_project(tmp_path)
     made = new_family(root, "swiglu")
     assert made.returncode == 0, made.stderr
     assert "# the team's own comment" in (root / "pyproject.toml").read_text()
     env = install_metadata(root)
-    green = run_pytest(root, env, "--hw", "emu,iree-cpu")
+    green = run_pytest(root, env, "--hw", "emu,iree-cpu,onnxruntime")
     assert green.returncode == 0, green.stdout + green.stderr
     cases = json.loads((root / "rep" / "results.json").read_text())["cases"]
-    assert sorted((c["backend"], c["verdict"]) for c in cases) == [("emu", "PASS")] * 3 + [("iree-cpu", "PASS")] * 3
-    red = run_pytest(root, env, "--hw", "emu,iree-cpu", "--inject-fault", "swiglu-drops-bias")
+    assert sorted((c["backend"], c["verdict"]) for c in cases) == \
+        [("emu", "PASS")] * 3 + [("iree-cpu", "PASS")] * 3 + [("onnxruntime", "PASS")] * 3
+    red = run_pytest(root, env, "--hw", "emu,iree-cpu,onnxruntime", "--inject-fault", "swiglu-drops-bias")
     assert red.returncode == 1, red.stdout + red.stderr
     cases = json.loads((root / "rep" / "results.json").read_text())["cases"]
-    assert [c["verdict"] for c in cases] == ["FAIL"] * 6, [c["verdict"] for c in cases]
+    assert [c["verdict"] for c in cases] == ["FAIL"] * 9, [c["verdict"] for c in cases]
 
 
 def _summary(out: str) -> str:
@@ -71,13 +72,15 @@ def _summary(out: str) -> str:
 
 def test_plain_pytest_ships_as_generated(tmp_path):
     """Issue 48: `accel-regress new-family x`, then plain `pytest` (every backend available here,
-    torch-cpu among them) says SHIP: the scaffold writes the torch program too, and every case of
-    every default backend passes. Failed on 60769d1: DON'T SHIP, 'backend torch-cpu is required by
-    default policy ... but did not run' (no torch program), while pytest exited 0."""
+    torch-cpu and onnxruntime among them) says SHIP: the scaffold writes the torch and ONNX programs
+    too, and every case of every default backend passes, none NOT_APPLICABLE. Failed on 60769d1:
+    DON'T SHIP, 'backend torch-cpu is required by default policy ... but did not run' (no torch
+    program), while pytest exited 0; on 64bd3b8 the onnxruntime cases were NOT_APPLICABLE (no ONNX program)."""
     root = team_project(tmp_path)
     made = new_family(root, "swiglu")
     assert made.returncode == 0, made.stderr
-    assert (root / "src" / "swiglu_ops" / "swiglu" / "torch_program.py").is_file(), made.stdout
+    for program in ("emu", "iree_program", "torch_program", "onnx_program"):
+        assert (root / "src" / "swiglu_ops" / "swiglu" / f"{program}.py").is_file(), made.stdout
     env = install_metadata(root)
     res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=root, env=env,
                          capture_output=True, text=True, timeout=900)
@@ -86,11 +89,8 @@ def test_plain_pytest_ships_as_generated(tmp_path):
     assert summary.splitlines()[1].startswith("SHIP"), summary
     cases = json.loads((root / "reports" / "results.json").read_text())["cases"]
     verdicts = {(c["backend"], c["verdict"]) for c in cases}
-    # The scaffold writes no ONNX program yet (issue 45's onnxruntime backends read one): those
-    # cases are NOT_APPLICABLE, once per family and backend, and the run still ships.
-    assert ("torch-cpu", "PASS") in verdicts, sorted(verdicts)
-    assert {v for b, v in verdicts if not b.startswith("onnxruntime")} == {"PASS"}, sorted(verdicts)
-    assert {v for b, v in verdicts if b.startswith("onnxruntime")} <= {"NOT_APPLICABLE"}, sorted(verdicts)
+    assert {("torch-cpu", "PASS"), ("onnxruntime", "PASS"), ("iree-cpu", "PASS")} <= verdicts, sorted(verdicts)
+    assert {v for b, v in verdicts} == {"PASS"}, sorted(verdicts)
 
 
 def test_a_backend_without_the_familys_program_is_not_applicable_and_ships(tmp_path):
@@ -107,6 +107,23 @@ def test_a_backend_without_the_familys_program_is_not_applicable_and_ships(tmp_p
     assert summary.count("not applicable (3 cases; swiglu on torch-cpu)") == 1, summary
     cases = json.loads((root / "rep" / "results.json").read_text())["cases"]
     assert sorted({(c["backend"], c["verdict"]) for c in cases}) == [("emu", "PASS"), ("torch-cpu", "NOT_APPLICABLE")]
+
+
+def test_it_writes_the_programs_the_named_backends_read(tmp_path):
+    """The kinds of program come from the backends' own declarations (``program_kinds``), not from
+    their names: onnxruntime reads the ONNX program, qemu-rvv the IREE program; an unknown backend
+    is a usage error."""
+    root = team_project(tmp_path)
+    made = new_family(root, "swiglu", "--backend", "onnxruntime,qemu-rvv")
+    assert made.returncode == 0, made.stderr
+    family = root / "src" / "swiglu_ops" / "swiglu"
+    assert sorted(p.name for p in family.glob("*.py")) == ["__init__.py", "emu.py", "golden.py", "iree_program.py",
+                                                          "onnx_program.py"]
+    groups = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert groups["accel_regress.onnx_programs"] == {"swiglu": "swiglu_ops.swiglu.onnx_program"}
+    assert "accel_regress.torch_programs" not in groups
+    wrong = new_family(team_project(tmp_path / "other"), "swiglu", "--backend", "emu,onnxruntme")
+    assert wrong.returncode == 2 and "unknown backend(s) onnxruntme" in wrong.stderr, wrong.stderr
 
 
 def test_a_family_written_for_the_previous_reference_contract_runs_with_one_warning(tmp_path):

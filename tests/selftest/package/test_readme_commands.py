@@ -36,6 +36,7 @@ EXPECTED = {
     "make suite": (0, "pytest tests --ignore=tests/selftest"),
     "make test": (0, "scripts/test_tiers.py"),
     "make docs": (0, "sphinx -W --keep-going"),
+    "python -m accel_regress --help": (0, "new-family    Write a working operator family into your own package."),
     "python -m accel_regress": (0, "default --hw here:"),
     "pytest --hw emu tests/test_gemm_partition_n.py -k M64-K512-N256": (0, "20 passed"),
     "python -m accel_regress gate reports/results.json": (0, "SHIP"),

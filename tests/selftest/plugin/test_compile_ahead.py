@@ -85,7 +85,7 @@ def test_nothing_is_built_ahead_with_zero_threads_or_for_skipped_cases(suite, mo
     from accel_regress.plugin import ahead
     from accel_regress.toolchains.iree import ahead as iree_ahead
     calls, programs = [], []
-    monkeypatch.setattr(ahead, "Ahead", lambda jobs, threads: calls.append((len(jobs), threads)))
+    monkeypatch.setattr(ahead, "Ahead", lambda jobs, threads, labels=None: calls.append((len(jobs), threads)))
     real = iree_ahead.jobs
 
     def counting(requests, **k):
@@ -200,3 +200,21 @@ def test_the_end_of_the_session_stops_the_compiles_still_running():
     assert time.monotonic() - t0 < 10
     assert not any(t.is_alive() for t in ahead.threads)
     assert ended == [-9] and never == []          # killed, and the next job never started
+
+
+def test_what_builds_ahead_is_named_for_the_live_status():
+    """The live status (plugin/live_status.py) names what compiles ahead and how many are done."""
+    import threading
+    from accel_regress.plugin.ahead import Ahead
+    started, release = threading.Event(), threading.Event()
+
+    def compile_one():
+        started.set()
+        release.wait(60)
+    ahead = Ahead([compile_one, lambda: None], threads=1, labels=["iree-cpu M512-K640-N640", "iree-cpu M64"])
+    assert started.wait(60)
+    assert (ahead.finished, ahead.total, list(ahead.building.values())) == (0, 2, ["iree-cpu M512-K640-N640"])
+    release.set()
+    for t in ahead.threads:
+        t.join(60)
+    assert (ahead.finished, ahead.building) == (2, {})

@@ -118,7 +118,7 @@ def test_unsupported_operator_is_a_skip_with_the_reason(pytester):
     res = pytester.runpytest("--hw", "emu")
     res.assert_outcomes(skipped=1)
     data = _results(pytester)
-    assert "emu has no model of operator 'no_such_op'" in data["cases"][0]["message"]
+    assert "no emu model for operator 'no_such_op' (register one in accel_regress.emu_models)" in data["cases"][0]["message"]
 
 
 def test_golden_seed_changes_the_inputs(suite):

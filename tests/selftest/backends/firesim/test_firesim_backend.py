@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from accel_regress.golden.case import Case
 from accel_regress.core.errors import Crash, Hang, Unsupported
 from accel_regress.backends.firesim import FireSimBackend, Incomplete
 
-yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: pip install pyyaml")
+yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: the extra accel-regress[firesim]")
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "firesim"
 BIN = FIXTURES / "bin"
@@ -126,7 +127,7 @@ def test_pass_returns_the_printed_outputs(env, deploy):
     assert out["y"].dtype == np.float32
     np.testing.assert_array_equal(out["idx"], np.array([3, -1, 7, 0], np.int32))
     assert b._builder.calls == [(case().id, "+v", True)]
-    assert (b.last_record["log_verdict"], b.last_record["cycles"]) == ("pass", 13000)
+    assert (b.last_report["log_verdict"], b.last_report["cycles"]) == ("pass", 13000)
     # FireSim's results folder is kept; our generated workload inputs are removed
     folders = list((deploy / "results-workload").iterdir())
     assert len(folders) == 1 and (folders[0] / "job0" / "uartlog").is_file()
@@ -269,8 +270,8 @@ def test_console_fits_the_cycle_budget(env, deploy):
     b = backend(env, {c.id: {"uart": "uart/pass_outputs.txt", "end": "passed"}}, ACCEL_FIRESIM_KEEP="1")
     out = b.run(c, {})
     assert set(out) == {"y", "idx"}
-    step = b.last_record["fesvr_step_size"]
-    chars = b.last_record["console_chars"]
+    step = b.last_report["fesvr_step_size"]
+    chars = b.last_report["console_chars"]
     assert 128 <= step and 11 * step * chars <= 0.25 * 5_000_000
     (wl_file,) = (deploy / "workloads").glob("*.json")
     assert "heartbeat.csv" in json.loads(wl_file.read_text())["common_simulation_outputs"]
@@ -281,7 +282,7 @@ def test_console_fits_the_cycle_budget(env, deploy):
     b = FireSimBackend(builder=NoConsoleInfo({c.id: {"uart": "uart/pass_outputs.txt", "end": "passed"}}), env=env)
     with pytest.raises((Incomplete, Crash)) as info:
         b.run(c, {})
-    assert b.last_record["fesvr_step_size"] == 2004765
+    assert b.last_report["fesvr_step_size"] == 2004765
     assert "simulation timed out after 5000000 cycles" in info.value.detail["driver"]
 
 
@@ -327,12 +328,12 @@ def test_each_case_runs_its_own_binary_from_the_slot(env, deploy):
     fs = backend(env, {a.id: {"uart": "uart/pass_outputs.txt", "end": "passed"},
                        b.id: {"uart": "uart/fail_d0.txt", "end": "failed:3"}})
     fs.run(a, {})
-    slot_a = fs.last_record["slot_bootbinary"]
+    slot_a = fs.last_report["slot_bootbinary"]
     with pytest.raises(Crash, match="exited with code 3"):
         fs.run(b, {})
-    slot_b = fs.last_record["slot_bootbinary"]
+    slot_b = fs.last_report["slot_bootbinary"]
     # distinct names in the slot (<job>-<sha256 prefix>-<name>), both present: neither can stand for the other
-    assert slot_a != slot_b and slot_a.startswith("job0-") and fs.last_record["boot_sha256"][:16] in slot_b
+    assert slot_a != slot_b and slot_a.startswith("job0-") and fs.last_report["boot_sha256"][:16] in slot_b
     slot = deploy / ".standin-runfarm" / "sim_slot_0"
     assert (slot / slot_a).is_file() and (slot / slot_b).is_file()
 
@@ -397,3 +398,10 @@ def test_a_stale_metasim_stderr_in_the_slot_is_not_read_in_fpga_mode(env):
         fs.run(c, {})
     assert (Path(info.value.detail["results"]) / "job0" / "metasim_stderr.out").is_file()   # it did come back
     assert "simulation timed out" in info.value.detail["driver"]
+
+
+def test_without_pyyaml_it_is_unavailable_naming_the_extra(env, monkeypatch):
+    """PyYAML is the extra accel-regress[firesim] (issue 48), not a requirement of every installation."""
+    monkeypatch.setitem(sys.modules, "yaml", None)          # import yaml: ImportError, as when not installed
+    reason = FireSimBackend(builder=StandInBuilder({}), env=env).availability()
+    assert reason == "PyYAML is missing (the runtime config is YAML): the extra accel-regress[firesim], or pip install pyyaml"

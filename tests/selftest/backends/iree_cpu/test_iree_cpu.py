@@ -32,7 +32,7 @@ def cache(tmp_path, monkeypatch):
 
 def test_supports_any_op_with_a_program():
     b = IreeCpuBackend()
-    assert "no linalg program" in b.supports(Case("no_such_op", "x", {}))
+    assert "no iree program for operator 'no_such_op'" in b.supports(Case("no_such_op", "x", {}))
     assert b.supports(R.make_case("softmax", (64, 64))) is None
     assert "no meaning on the host" in b.supports(R.make_case("softmax", (64, 64), "novec"))
 

@@ -153,7 +153,7 @@ def test_the_firesim_backend_boots_its_own_image(tmp_path, monkeypatch):
     """With its default builder the firesim backend no longer refuses its boot binary: the
     bare-metal image passes bootbin, is copied into the workload and reaches runworkload. (The
     stand-in manager cannot simulate a real binary and says so: CRASH with its words.)"""
-    yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: pip install pyyaml")
+    yaml = pytest.importorskip("yaml", reason="the firesim backend reads config_runtime.yaml: the extra accel-regress[firesim]")
     import os
     from pathlib import Path
     from accel_regress.core.errors import Crash
