@@ -428,7 +428,9 @@ def _tolerance(kind: str, d, ref) -> dict[str, ErrorModel]:
                   "softmax": lambda lib: tol_softmax(d["x"], ref["y"], lib),
                   "log_softmax": lambda lib: tol_log_softmax(d["x"], ref["y"], lib)}[kind]
         tol = tol_of(1.0)
-        return {"y": ErrorModel(tol, "accumulation", lib=tol - tol_of(0.0), rows_correlated=True)}
+        rows = {"log_softmax": lambda: row_parts_log_softmax(d["x"], ref["y"]),
+                "rmsnorm": lambda: row_parts_rmsnorm(d, ref["y"])}.get(kind, lambda: {})()
+        return {"y": ErrorModel(tol, "accumulation", lib=tol - tol_of(0.0), rows_correlated=True, **rows)}
     if kind in ("matmul", "bmm"):
         K = d["a"].shape[-1]
         return {"c": _summed(gamma(K) * np.matmul(np.abs(d["a"]), np.abs(d["b"])), K)}
@@ -480,6 +482,27 @@ def tol_rmsnorm(d, y, lib: float = 1.0):
     rel_s = gamma(n + 2) * ms / (ms + EPS) + U
     eps_r = _rsqrt_rel(rel_s, lib)
     return np.abs(y) * (eps_r + 2 * U) / (1.0 - eps_r - 2 * U)
+
+
+def row_parts_rmsnorm(d, y) -> dict:
+    """The row statistic's parts (golden/statistics.py ``row_bias``), relative to y: r' = r(1 + e_r)
+    is one error shared by the row (tol_rmsnorm's eps_r, within rsqrt's ulp bound), and each
+    element's two multiplications round on their own (2u)."""
+    x = d["x"]
+    n = x.shape[1]
+    ms = (x * x).mean(axis=1, keepdims=True)
+    eps_r = _rsqrt_rel(gamma(n + 2) * ms / (ms + EPS) + U, 1.0)
+    return {"row_unit": y, "row_offset": eps_r / (1.0 - eps_r), "row_terms": np.full(y.shape, 2.0 * U / (1.0 - 2.0 * U))}
+
+
+def row_parts_log_softmax(x, y) -> dict:
+    """The row statistic's parts (golden/statistics.py ``row_bias``), absolute: L' = log s' is one
+    error shared by the row (tol_log_softmax's e_l, with (1 + u)), and each element's a_j = x_j - max
+    and a_j - L' round on their own ((1 + u) u |a_j| + u |y_j|)."""
+    tol0 = tol_log_softmax(x, y)
+    a = np.abs(x - x.max(axis=1, keepdims=True))
+    own = (1.0 + U) * U * a + U * np.abs(y)
+    return {"row_unit": np.ones(y.shape), "row_offset": np.maximum(tol0 - own, 0.0), "row_terms": own}
 
 
 def tol_softmax(x, y, lib: float = 1.0):

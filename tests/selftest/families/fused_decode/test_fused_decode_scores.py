@@ -7,7 +7,6 @@ before them (the attention sink keeps every earlier row's max at or above 0).
 import importlib.util
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from accel_regress.core import runner
