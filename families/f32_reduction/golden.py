@@ -503,7 +503,7 @@ def row_parts_log_softmax(x, y) -> dict:
     (Bernstein, plus MEAN_RESOLUTION k u), not gamma_k's worst case: that grows as k u and passes
     the rounding of max + log s (u |max|) from n ~ 1000 on (error-models.md); the exp terms' 3 ulp
     (no promised mean) stay worst case."""
-    n, rows = x.shape[1], x.shape[0]
+    rows = x.shape[0]
     a = np.abs(x - x.max(axis=1, keepdims=True))
     masked = np.isneginf(x)
     a_in = np.where(masked, 0.0, a)
