@@ -421,6 +421,9 @@ def _census_rows(c, g2, e2, tol2, atol, rtol, rows, cols, step, shape, model=Non
     if model is not None:
         c.stats, note = statistics.judge(model, stat_sums)
         c.stats_note = note or c.stats_note
+        rb = statistics.row_bias(model, g2, e2) if model.row_offset is not None else None
+        if rb is not None:
+            c.stats = {**(c.stats or {"unit": model.unit_name, "n": 0}), statistics.ROW_NAME: rb}
     c.regions, c.regions_truncated = _regions(bad_rows)
     if c.regions_truncated:
         row_mask = np.zeros(rows, bool)

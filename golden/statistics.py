@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from accel_regress.golden.dtypes import FORMATS
-from accel_regress.golden.tolerance import MEAN_RESOLUTION, ErrorModel, bernstein
+from accel_regress.golden.tolerance import MEAN_RESOLUTION, P_FALSE_ALARM, ErrorModel, bernstein
 
 NAMES = ("bias", "magnitude_bias", "spread")
 # The spread sums each element's z**2 clipped at SPREAD_CLIP**2 times its model variance E (or at
@@ -47,7 +47,51 @@ SUMS = ("n", "z", "zs", "mu", "var", "M", "W", "E", "VB", "B")
 
 def all_ok(stats: Optional[dict]) -> bool:
     """No statistics (none checked) or every one within its allowance."""
-    return not stats or all(stats[k]["ok"] for k in NAMES)
+    return not stats or all(stats[k]["ok"] for k in (*NAMES, ROW_NAME) if k in stats)
+
+
+# The row statistic (issue 49): a result computed as x - c or x * c with c rounded once per row
+# (log_softmax as x - (max + log sum), pytorch/pytorch#38839; RMSNorm with its inverse RMS in bf16,
+# amd/IRON PR #139) errs by one constant per row, which the whole output's bias averages away
+# (rows of both signs) and no element shows. Per row, the mean of err / unit must stay within the
+# shared part's bound plus what the elements' own roundings (zero mean, each within its bound b)
+# can add: MEAN_RESOLUTION * mean(b) + Bernstein's t for their sum with variance sum(b**2) (the
+# largest a zero-mean term within +-b can have) and range max(b), at P_FALSE_ALARM / rows for the
+# worst of the rows.
+ROW_NAME = "row_bias"
+
+
+def row_bias(model: ErrorModel, got: np.ndarray, expected: np.ndarray) -> Optional[dict]:
+    """The row statistic of a 2-D output (None: the model has none, or no row carries an error)."""
+    if model.row_offset is None or np.ndim(expected) != 2:
+        return None
+    g, e = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if model.row_offset.size != e.size:
+        return None
+    unit = np.asarray(model.row_unit, np.float64).reshape(e.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (g - e) / unit
+    use = np.isfinite(z) & np.isfinite(e) & (unit != 0)
+    b = np.asarray(model.row_terms, np.float64).reshape(e.shape)
+    off = np.asarray(model.row_offset, np.float64).reshape(e.shape)
+    use &= np.isfinite(b) & np.isfinite(off)
+    b, off = np.where(use, b, 0.0), np.where(use, off, 0.0).max(axis=1)
+    n = use.sum(axis=1)
+    rows = int((n > 0).sum())
+    if rows == 0:
+        return None
+    p = P_FALSE_ALARM / rows
+    worst = (-1.0, 0, 0.0, 0.0)
+    for r in np.flatnonzero(n > 0):
+        t = bernstein(float((b[r] ** 2).sum()), float(b[r].max()), p)
+        allowed = off[r] + (MEAN_RESOLUTION * float(b[r].sum()) + t) / n[r]
+        value = float(np.where(use[r], z[r], 0.0).sum() / n[r])
+        ratio = abs(value) / max(allowed, 1e-300)
+        if ratio > worst[0]:
+            worst = (ratio, int(r), value, allowed)
+    ratio, row, value, allowed = worst
+    return {"row": row, "rows": rows, "value": value, "allowed": allowed, "ratio": ratio, "ok": bool(ratio <= 1.0),
+            "unit": "relative" if bool(np.any(unit != 1)) else "absolute"}
 
 
 def describe(stats: Optional[dict], note: Optional[str]) -> list:
@@ -56,19 +100,28 @@ def describe(stats: Optional[dict], note: Optional[str]) -> list:
         return [f"Statistics: not checked ({note})"] if note else []
     st, unit = stats, stats["unit"]
     out = [f"Statistics over {st['n']} elements, in units of {_UNIT_WORDS.get(unit, unit)}:"]
-    for key in ("bias", "magnitude_bias"):
+    for key in ("bias", "magnitude_bias") if "bias" in st else ():
         b = st[key]
         line = f"  {_STAT_WORDS[key]}: {b['value']:+.4g} {unit} (model: 0, allowed +-{b['allowed']:.3g})"
         if not b["ok"]:
             line += (f": FAILED, {abs(b['value']) / max(b['allowed'], 1e-300):.3g}x the allowance; "
                      + _MEANING[key][b["value"] > 0])
         out.append(line)
-    sp = st["spread"]
-    line = (f"  {_STAT_WORDS['spread']}: {sp['value']:.4g} {unit} (model: at most {sp['predicted']:.3g}, "
+    sp = st.get("spread")
+    line = "" if sp is None else (f"  {_STAT_WORDS['spread']}: {sp['value']:.4g} {unit} (model: at most {sp['predicted']:.3g}, "
             f"allowed {sp['allowed']:.3g})")
-    if not sp["ok"]:
-        line += f": FAILED, {sp['value'] / max(sp['allowed'], 1e-300):.3g}x the allowance; " + _MEANING["spread"]
-    out.append(line)
+    if sp is not None:
+        if not sp["ok"]:
+            line += f": FAILED, {sp['value'] / max(sp['allowed'], 1e-300):.3g}x the allowance; " + _MEANING["spread"]
+        out.append(line)
+    rb = st.get(ROW_NAME)
+    if rb:
+        line = (f"  row bias (a row's mean signed error, {rb['unit']}; worst of {rb['rows']} rows: row {rb['row']}): "
+                f"{rb['value']:+.4g} (allowed +-{rb['allowed']:.3g}, {rb['ratio']:.3g}x)")
+        if not rb["ok"]:
+            line += (": FAILED; one error shared by the row: a per-row constant rounded once (x - (max + log sum) "
+                     "instead of (x - max) - log sum), or a per-row scale held in a narrower format")
+        out.append(line)
     return out
 
 

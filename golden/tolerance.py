@@ -93,11 +93,21 @@ class ErrorModel:
     lib: Optional[np.ndarray] = None
     rows_correlated: bool = False
     why_not: str = ""
+    # The row statistic (golden/statistics.py ``row_bias``), where a correct device's error has a
+    # part shared by a whole row: per element, its unit (1: absolute; the reference: relative),
+    # the bound of the shared part and the bound of the element's own zero-mean roundings, both
+    # in that unit. None: no row statistic.
+    row_unit: Optional[np.ndarray] = None
+    row_offset: Optional[np.ndarray] = None
+    row_terms: Optional[np.ndarray] = None
 
     def __post_init__(self):
         self.tol = np.asarray(self.tol)
         if self.lib is not None:
             self.lib = np.broadcast_to(np.asarray(self.lib), self.tol.shape)
+        for name in ("row_unit", "row_offset", "row_terms"):
+            if getattr(self, name) is not None:
+                setattr(self, name, np.broadcast_to(np.asarray(getattr(self, name), np.float64), self.tol.shape))
 
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.tol, dtype)
@@ -107,7 +117,10 @@ class ErrorModel:
         return self.tol.shape
 
     def __getitem__(self, index) -> "ErrorModel":
-        return replace(self, tol=self.tol[index], lib=None if self.lib is None else self.lib[index])
+        def part(x):
+            return None if x is None else x[index]
+        return replace(self, tol=self.tol[index], lib=part(self.lib), row_unit=part(self.row_unit),
+                       row_offset=part(self.row_offset), row_terms=part(self.row_terms))
 
     def moments(self, tol: np.ndarray, ref: np.ndarray, lib: Optional[np.ndarray] = None):
         """(unit w, sigma, mu) per element for a chunk of ``tol`` and the reference (float64)."""

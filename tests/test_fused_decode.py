@@ -23,12 +23,16 @@ pytestmark = pytest.mark.family(F.OP)
 SIZES = (("small", F.SMALL, (), F.CLASSES), ("small-odd", F.SMALL_ODD, (), ("normal", "shifted")),
          ("small-odd-large", F.SMALL_ODD_LARGE, (), ("normal",)),
          ("small-masked", F.SMALL_MASKED, (), ("normal",)),
+         ("small-negative", F.SMALL_NEGATIVE, (), ("normal",)),
+         ("small-massive", F.SMALL_MASSIVE, (), ("normal",)),
          ("llama-3.2-1b", F.LLAMA_3_2_1B, (pytest.mark.large,), F.CLASSES))
 # Every input class on the small block in compare mode (F.CLASSES: what each reaches); end to end
 # and the model's sizes with the normal class, the other classes there with -m input_classes. The
 # odd block (lengths not powers of two, where 1/n is not exact in bf16) with the normal class; the
 # masked block (padding mask: partly and fully masked attention rows) with the normal class. The
 # odd block (head size 12) also with the shifted class and with massive activations (F.SMALL_ODD_LARGE).
+# The small block with attention rows negative everywhere (F.SCORES: below -120, and below -1.5e5
+# from massive q/k activations), where a softmax max that starts above -inf goes wrong.
 # The odd block's shifted and massive-activation cases run the odd block's compiled steps on other
 # numbers: ~40 s each under qemu (loaded 2-core machine), so a simulator runs them with -m large.
 SIMULATOR_LARGE = {(F.SMALL_ODD, "shifted"), (F.SMALL_ODD_LARGE, "normal")}

@@ -52,7 +52,7 @@ import numpy as np
 from accel_regress.golden import inputs as gen
 from accel_regress.golden.case import Case, case_seed
 from accel_regress.golden.dtypes import F32_UNIT_ROUNDOFF as U
-from accel_regress.golden.tolerance import ErrorModel, exact_model
+from accel_regress.golden.tolerance import MEAN_RESOLUTION, P_FALSE_ALARM, ErrorModel, exact_model
 
 OP = "f32_reduction"
 
@@ -428,7 +428,9 @@ def _tolerance(kind: str, d, ref) -> dict[str, ErrorModel]:
                   "softmax": lambda lib: tol_softmax(d["x"], ref["y"], lib),
                   "log_softmax": lambda lib: tol_log_softmax(d["x"], ref["y"], lib)}[kind]
         tol = tol_of(1.0)
-        return {"y": ErrorModel(tol, "accumulation", lib=tol - tol_of(0.0), rows_correlated=True)}
+        rows = {"log_softmax": lambda: row_parts_log_softmax(d["x"], ref["y"]),
+                "rmsnorm": lambda: row_parts_rmsnorm(d, ref["y"])}.get(kind, lambda: {})()
+        return {"y": ErrorModel(tol, "accumulation", lib=tol - tol_of(0.0), rows_correlated=True, **rows)}
     if kind in ("matmul", "bmm"):
         K = d["a"].shape[-1]
         return {"c": _summed(gamma(K) * np.matmul(np.abs(d["a"]), np.abs(d["b"])), K)}
@@ -480,6 +482,43 @@ def tol_rmsnorm(d, y, lib: float = 1.0):
     rel_s = gamma(n + 2) * ms / (ms + EPS) + U
     eps_r = _rsqrt_rel(rel_s, lib)
     return np.abs(y) * (eps_r + 2 * U) / (1.0 - eps_r - 2 * U)
+
+
+def row_parts_rmsnorm(d, y) -> dict:
+    """The row statistic's parts (golden/statistics.py ``row_bias``), relative to y: r' = r(1 + e_r)
+    is one error shared by the row (tol_rmsnorm's eps_r, within rsqrt's ulp bound), and each
+    element's two multiplications round on their own (2u)."""
+    x = d["x"]
+    n = x.shape[1]
+    ms = (x * x).mean(axis=1, keepdims=True)
+    eps_r = _rsqrt_rel(gamma(n + 2) * ms / (ms + EPS) + U, 1.0)
+    return {"row_unit": y, "row_offset": eps_r / (1.0 - eps_r), "row_terms": np.full(y.shape, 2.0 * U / (1.0 - 2.0 * U))}
+
+
+def row_parts_log_softmax(x, y) -> dict:
+    """The row statistic's parts (golden/statistics.py ``row_bias``), absolute: L' = log s' is one
+    error shared by the row, and each element's a_j = x_j - max and a_j - L' round on their own
+    ((1 + u) u |a_j| + u |y_j|). L's error is tol_log_softmax's e_l with the sum's share taken as
+    what its k = n - 1 roundings (zero mean, each within u s) reach at P_FALSE_ALARM / rows
+    (Bernstein, plus MEAN_RESOLUTION k u), not gamma_k's worst case: that grows as k u and passes
+    the rounding of max + log s (u |max|) from n ~ 1000 on (error-models.md); the exp terms' 3 ulp
+    (no promised mean) stay worst case."""
+    rows = x.shape[0]
+    a = np.abs(x - x.max(axis=1, keepdims=True))
+    masked = np.isneginf(x)
+    a_in = np.where(masked, 0.0, a)
+    e = np.exp(-a_in) * ~masked
+    s = e.sum(axis=1, keepdims=True)
+    k = np.maximum((~masked).sum(axis=1, keepdims=True) - 1, 0)
+    L = np.log(2.0 * rows / P_FALSE_ALARM)
+    t = L * U / 3.0 + np.sqrt((L * U / 3.0) ** 2 + 2.0 * L * k * U * U)
+    eps_e = a_in * U / (1.0 - a_in * U) + 2.0 * ULP_BOUND["exp"] * U
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eps_s = t + MEAN_RESOLUTION * k * U + (1.0 + t) * (e * eps_e + 2.0 ** -126).sum(axis=1, keepdims=True) / s
+        d_log = eps_s / (1.0 - eps_s)
+        e_l = d_log + _ulps(np.log(s) + d_log, ULP_BOUND["log"])
+    own = (1.0 + U) * U * a + U * np.abs(y)
+    return {"row_unit": np.ones(y.shape), "row_offset": np.broadcast_to((1.0 + U) * e_l, y.shape), "row_terms": own}
 
 
 def tol_softmax(x, y, lib: float = 1.0):

@@ -119,12 +119,14 @@ class Config:
     rope_theta: float = 500000.0
     mask: str = "none"         # MASKS: "padding" adds padding_mask's attention mask
     activations: str = "normal"  # ACTIVATIONS: "large" plants massive activations in x
+    scores: str = "normal"       # SCORES: "negative" / "massive" plant all-negative attention rows
 
     @property
     def id(self) -> str:
         return (f"H{self.hidden}-NH{self.n_heads}-KV{self.n_kv_heads}-D{self.head_dim}"
                 f"-I{self.intermediate}-T{self.past}" + ("" if self.mask == "none" else f"-M{self.mask}")
-                + ("" if self.activations == "normal" else f"-A{self.activations}"))
+                + ("" if self.activations == "normal" else f"-A{self.activations}")
+                + ("" if self.scores == "normal" else f"-S{self.scores}"))
 
 
 # Llama 3.2 1B (hidden 2048, 32 heads, 8 kv heads, head dim 64, MLP 8192, rope theta 500000) and a
@@ -145,6 +147,31 @@ LARGE_CHANNELS = 2
 LARGE_VALUE = 1024.0
 # The odd block (head size 12, not a power of two) with massive activations.
 SMALL_ODD_LARGE = replace(SMALL_ODD, activations="large")
+
+# Attention score rows that are negative everywhere (issue 49). Two real softmax bugs need them, and
+# near-normal q and k (every row's max >= 0, the attention sink at +96) never reach either:
+# - iree-org/iree#17670: the max reduction's accumulator filled with the negative float of smallest
+#   magnitude (-1.4e-45) instead of -inf: a row whose every score is below ~-104 gets the max
+#   -1.4e-45, every exp(s - max) underflows to 0, and the row is 0/0 = NaN (0 behind a
+#   max(sum, 1) safe denominator, iree-org/iree#24447);
+# - flashinfer-ai/flashinfer#4267: the online softmax's running max starts at -math::inf, a finite
+#   5e4 (include/flashinfer/math.cuh:33): a row whose every logit is below -5e4 keeps m = -5e4 and
+#   comes back as a zero vector. The report's logits (-2.45e5) came from massive activations on
+#   the q/k path (|q| ~ 448, |k| ~ 1880).
+# A channel of every query head reads the normed hidden state with gain a (its row of wq is
+# a * xn / |xn|**2), the same channel of every key (the current token's through wk, the cache's
+# directly) is -b * u, u uniform in SCORE_KEY_SPREAD per position, so every score is
+# -scale * a * b * u plus the near-normal channels' O(1): "negative" rows lie in about
+# [-220, -120], "massive" rows in about [-2.9e5, -1.6e5]. The channel is the last of the first
+# half of each head, RoPE's slowest pair (angle pos * theta**(-(D-2)/D) ~ 2e-4 rad at pos 15),
+# where trained models' massive q/k channels sit. u spreads each row over many bf16 ulps, so the
+# scores' output roundings stay independent (a row of one constant would round the same way
+# everywhere: a bias with no fault).
+SCORES = ("normal", "negative", "massive")
+SCORE_GAINS = {"negative": (16.0, 40.0), "massive": (448.0, 1880.0)}
+SCORE_KEY_SPREAD = (0.75, 1.375)
+SMALL_NEGATIVE = replace(SMALL, scores="negative")
+SMALL_MASSIVE = replace(SMALL, scores="massive")
 
 # The attention-sink score planted in head 0 (see make_inputs): above 88.72, where exp overflows
 # f32 and bf16 alike, so a softmax that skips the max subtraction returns inf / inf.
@@ -177,6 +204,10 @@ def make_case(cfg: Config, base_seed: int = 0, program: str = "steps", inputs: s
         raise ValueError(f"fused_decode activations are {', '.join(ACTIVATIONS)}, not {cfg.activations!r}")
     if cfg.activations != "normal":
         params["activations"] = cfg.activations
+    if cfg.scores not in SCORES:
+        raise ValueError(f"fused_decode scores are {', '.join(SCORES)}, not {cfg.scores!r}")
+    if cfg.scores != "normal":
+        params["scores"] = cfg.scores
     block = gen.seed_id(cfg.id, inputs)
     return Case(OP, f"{block}-{program}", params, case_seed(OP, block, base_seed))
 
@@ -280,9 +311,25 @@ def make_inputs(case: Case, token: int = 0) -> dict[str, np.ndarray]:
         ins["x"] = ins["x"].copy()
         ins["x"][0, where] = gen.signs(g, LARGE_CHANNELS) * LARGE_VALUE
     out = {k: to_bf16(v) for k, v in ins.items()}
-    if cls != "subnormal":      # head 0's query is ~2**-122 there: the sink's key would overflow bf16
+    if p.get("scores", "normal") != "normal":
+        _plant_negative_scores(case, out, g)
+    elif cls != "subnormal":    # head 0's query is ~2**-122 there: the sink's key would overflow bf16
         _plant_attention_sink(case, out)
     return out
+
+
+def _plant_negative_scores(case: Case, ins: dict, g) -> None:
+    """SCORES: every score row below its class's level (the comment above SCORES)."""
+    p = case.params
+    NH, KV, D, T = (int(p[k]) for k in ("n_heads", "n_kv_heads", "head_dim", "past"))
+    a, b = SCORE_GAINS[p["scores"]]
+    c = D // 2 - 1
+    xn = run_pipeline(case, ins, until="attn_norm")["xn"].reshape(-1)
+    for w, heads, gain in (("wq", NH, a), ("wk", KV, -b)):
+        ins[w] = ins[w].copy()
+        ins[w][np.arange(heads) * D + c] = to_bf16(gain * xn / float(xn @ xn))
+    ins["k_cache"] = ins["k_cache"].copy()
+    ins["k_cache"][:, :, c] = to_bf16(-b * gen.uniform(g, (KV, T), *SCORE_KEY_SPREAD))
 
 
 def _plant_attention_sink(case: Case, ins: dict) -> None:
