@@ -84,6 +84,8 @@ def key(seed: int, modules: Optional[Sequence[str]] = None) -> str:
     h = hashlib.sha256()
     h.update(f"{FORMAT}\0{','.join(sorted(modules)) if modules else '*'}\0".encode())
     h.update(Path(__file__).read_bytes())
+    # The float64 references and magnitudes are written at generation by the error models' code.
+    h.update((Path(__file__).parent / "error_models.py").read_bytes())
     return f"onnx-{onnx_version()}-numpy-{np.__version__}-seed{int(seed)}-{h.hexdigest()[:12]}"
 
 
@@ -312,9 +314,18 @@ def _float64(case_dir: Path, entry: dict, model, inputs) -> None:
     if ref is None:
         entry["float64_why"] = why
         return
+    if entry["op_type"] in error_models.TRANSFORM:
+        entry["terms"] = error_models.transform_magnitude(model, entry["op_type"], [_as_array(v) for v in inputs],
+                                                          np.shape(ref[0]))[1]
     entry["float64"] = [_write_tensor(case_dir, f"ref64_{i}", r) for i, r in enumerate(ref)]
     if mag is not None:
         entry["magnitude64"] = [_write_tensor(case_dir, f"mag64_{i}", r) for i, r in enumerate(mag)]
+
+
+def _draws(op_type: str, graph, inputs) -> bool:
+    from accel_regress.families.onnx_node import error_models
+    feeds = {i.name: (None if v is None or isinstance(v, list) else _as_array(v)) for i, v in zip(graph.input, inputs)}
+    return any(error_models.random_draw(n.op_type, feeds, n) for n in graph.node)
 
 
 def generate(out: Path, seed: int, modules: Optional[Sequence[str]] = None) -> dict:
@@ -355,6 +366,7 @@ def generate(out: Path, seed: int, modules: Optional[Sequence[str]] = None) -> d
             "model_sha256": _sha256(case_dir / "model.onnx"),
             "attrs": _attrs(graph.node[0]) if len(graph.node) == 1 else {},
             "reference_check": _check_against_evaluator(c.model, inputs, outputs, c.rtol, c.atol),
+            "random_draw": bool(len(graph.node) >= 1 and _draws(op_type, graph, inputs)),
         })
         _float64(case_dir, entries[-1], c.model, inputs)
     index = {"format": FORMAT, "onnx": onnx.__version__, "numpy": np.__version__, "seed": int(seed),
