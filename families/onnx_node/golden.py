@@ -79,7 +79,7 @@ def representatives(all_cases: list[Case]) -> list[Case]:
 
 
 def corpus_of(key: str) -> C.Corpus:
-    return _corpus_at(C.root() / key)
+    return _corpus_at(C.folder_of(key))
 
 
 @lru_cache(maxsize=8)
