@@ -94,8 +94,8 @@ def wants_float64(op_type: str, expanded: bool, in_dtypes, out_dtypes) -> bool:
     """Whether a case of this operator gets a float64 reference (a float32 single-node case of a
     ``ulp`` or ``accumulation`` operator)."""
     if op_type in ATTENTION:        # one float dtype throughout, float32 or float16 (a mask may be bool)
-        floats = {d for d in list(in_dtypes) + list(out_dtypes) if d not in ("int64", "int32", "bool")}
-        return not expanded and len(floats) == 1 and floats <= set(UNIT_ROUNDOFF)
+        kinds = {d for d in list(in_dtypes) + list(out_dtypes) if d not in ("int64", "int32", "bool")}
+        return not expanded and len(kinds) == 1 and kinds <= set(UNIT_ROUNDOFF)
     floats = [d for d in list(in_dtypes) + list(out_dtypes) if d not in ("int64", "int32")]
     return (not expanded and op_type in NEEDS_FLOAT64 and bool(floats)
             and all(d == "float32" for d in floats))
@@ -198,7 +198,12 @@ def transform_magnitude(model, op: str, inputs: list, out_shape) -> tuple[np.nda
     # STFT: signal [batch, length, 1|2], frame_step, window?, frame_length?
     step = int(np.asarray(args[1]))
     window = np.abs(np.asarray(args[2], np.float64)) if len(args) > 2 and args[2] is not None else None
-    n = int(np.asarray(args[3])) if len(args) > 3 and args[3] is not None else len(window)
+    if len(args) > 3 and args[3] is not None:
+        n = int(np.asarray(args[3]))
+    elif window is not None:
+        n = len(window)
+    else:
+        raise ValueError("an STFT with neither window nor frame_length")
     w = np.ones(n) if window is None else window
     frames = out_shape[1]
     mag = np.stack([(a[:, f * step:f * step + n] * w).sum(axis=1) for f in range(frames)], axis=1)
@@ -239,7 +244,7 @@ def attention_magnitudes(model, names: list, wide: list) -> list:
     for slot in (2, 5):          # V, past_value
         if len(node.input) > slot and node.input[slot]:
             absv[node.input[slot]] = np.abs(feeds[node.input[slot]])
-    pv = ReferenceEvaluator(_attention_variant(model, None)).run(None, absv)[0]
+    pv = list(ReferenceEvaluator(_attention_variant(model, None)).run(None, absv))[0]
     return [np.asarray(scores, np.float64), np.asarray(pv, np.float64)]
 
 
@@ -313,15 +318,15 @@ def float64_outputs(model, op_type: str, inputs: list) -> tuple[Optional[list], 
             for v in inputs]
     try:
         with np.errstate(all="ignore"):
-            ref = ReferenceEvaluator(_retyped(model, False)).run(None, dict(zip(names, wide)))
-            mag = None
+            ref = list(ReferenceEvaluator(_retyped(model, False)).run(None, dict(zip(names, wide))))
+            mag: Optional[list] = None
             if op_type in ATTENTION:
                 mag = attention_magnitudes(model, names, wide)
             elif op_type in TRANSFORM:
                 mag = [transform_magnitude(model, op_type, wide, np.shape(ref[0]))[0]]
             elif op_type in ACCUMULATION:
                 absin = [np.abs(v) if v.dtype == np.float64 else v for v in wide]
-                mag = ReferenceEvaluator(_retyped(model, True)).run(None, dict(zip(names, absin)))
+                mag = list(ReferenceEvaluator(_retyped(model, True)).run(None, dict(zip(names, absin))))
     except Exception as exc:
         return None, None, f"ReferenceEvaluator at double raised {type(exc).__name__}"
     for r in list(ref) + list(mag or []):
