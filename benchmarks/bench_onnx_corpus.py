@@ -131,7 +131,10 @@ def false_alarms(seeds: int, first: int, modules) -> int:
     if reason:
         print(f"onnxruntime unavailable: {reason}")
         return 2
-    judged = alarms = 0
+    from pathlib import Path
+    from accel_regress.results import expectations as X
+    known = X.load_dir(Path(__file__).resolve().parents[1] / "expectations").for_backend("onnxruntime")
+    judged = alarms = declared = 0
     t0 = time.monotonic()
     for seed in range(first, first + seeds):
         with tempfile.TemporaryDirectory(prefix="accel-onnx-seed-") as root:
@@ -148,11 +151,14 @@ def false_alarms(seeds: int, first: int, modules) -> int:
                 ref = G.reference(case, inputs)
                 why = _judge(case, got, ref, G.tolerances(case, inputs, ref))
                 judged += 1
-                if why:
+                test = f"tests/test_onnx_corpus.py::test_onnx_node[{case.id}]"
+                if why and any(e.matches(test) and e.verdict == "FAIL" for e in known):
+                    declared += 1          # a known bug (expectations/onnxruntime.toml), counted apart
+                elif why:
                     alarms += 1
                     print(f"seed {seed}: {case.id} ({case.params['error_model']}): {why}")
     print(f"{judged} judgements over seeds {first}..{first + seeds - 1} ({', '.join(modules)}): "
-          f"{alarms} did not pass; {time.monotonic() - t0:.0f} s")
+          f"{alarms} did not pass ({declared} more are declared bugs); {time.monotonic() - t0:.0f} s")
     return 0 if alarms == 0 else 1
 
 
