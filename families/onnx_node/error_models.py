@@ -29,6 +29,11 @@ Classes (``classify``), each with its allowance (golden.py ``tolerances``):
   its 5-ulp tanh); a softmax weight moves by at most a relative 2 max_t(that) + gamma_(T+3) + 3u
   (exp), and Y = sum_t p_t v_t adds gamma_T: |dY| <= (that) sum_t p_t|v_t| + u|Y|; present_key /
   present_value are copies (exact); qk_matmul_output gets the scores' bound (softmax's for mode 3).
+- ``normalization``: LayerNormalization and RMSNormalization at float32 over the n elements from
+  ``axis`` on: the mean is off by gamma_n mean|x|, the variance (bounded as the one-pass
+  mean(x^2) - mean^2, which covers the two-pass form) by gamma_(n+2) mean(x^2) + 2|mean| e_mean +
+  u mean^2, so r = 1/sqrt(var + eps) by half that over var + eps plus 11u (sqrt 3 ulp, x/y 2.5 ulp);
+  |dy_i| <= |g_i| r (u|x_i - m| + e_mean + |x_i - m| e_r) + 3u |g_i (x_i - m) r| + u|y_i|.
 - ``random``: a draw from a random number generator (Bernoulli, RandomNormal/Uniform(Like),
   Multinomial, training-mode Dropout with a nonzero ratio): the corpus's output is numpy's draw,
   which no other generator reproduces, so no backend is judged against it (NOT_APPLICABLE).
@@ -67,7 +72,8 @@ ULP_SOURCE = {op: "OpenCL C 1.2 table 7.1" for op in OPENCL_ULP} | {
 ACCUMULATION = frozenset({"ReduceSum", "ReduceL1", "ReduceSumSquare", "ReduceMean", "MatMul", "Gemm"})
 TRANSFORM = frozenset({"DFT", "STFT"})
 ATTENTION = frozenset({"Attention"})
-NEEDS_FLOAT64 = frozenset(ULP) | ACCUMULATION | TRANSFORM | ATTENTION
+NORMALIZATION = frozenset({"LayerNormalization", "RMSNormalization"})
+NEEDS_FLOAT64 = frozenset(ULP) | ACCUMULATION | TRANSFORM | ATTENTION | NORMALIZATION
 UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11}
 RANDOM = frozenset({"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                     "Multinomial"})
@@ -124,6 +130,9 @@ def classify(params, has_float64: bool, float64_why: str = "") -> tuple[str, str
         if op in ATTENTION:
             return "attention", ("(2 max_t gamma_(d+2) scale sum|q||k| + gamma_(T+3) + 3u + gamma_T) times the "
                                  "float64 sum_t p_t|v_t|, plus u|Y| (u of the case's dtype)")
+        if op in NORMALIZATION:
+            return "normalization", ("gamma_n of the mean and gamma_(n+2) of a one-pass variance through "
+                                     "1/sqrt(var + eps) (11u), times |scale|, plus 3u of the product")
         if op in TRANSFORM:
             return "transform", ("(gamma_(n-1) + (6 pi (n-1)^2/n + 10) u) times the float64 sum of |x_j| "
                                  "(twiddles from the angle 2 pi jk/n)")
@@ -281,6 +290,35 @@ def attention_allowances(node_attrs: dict, q_shape, ref: list, mags: list, slots
                        else np.broadcast_to(e_scores, r.shape) + u * finite)
         else:
             out.append(np.zeros(r.shape))           # present_key / present_value: copies
+    return out
+
+
+def normalization_allowances(op: str, attrs: dict, inputs: list, ref: list, u: float = 2.0 ** -24) -> list:
+    """Each output's allowance (Y; LayerNormalization's Mean and InvStdDev), see ``normalization``."""
+    x = np.asarray(inputs[0], np.float64)
+    scale = np.abs(np.asarray(inputs[1], np.float64))
+    axis = int(attrs.get("axis", -1)) % x.ndim
+    eps = float(attrs.get("epsilon", 1e-5))
+    dims = tuple(range(axis, x.ndim))
+    n = int(np.prod([x.shape[d] for d in dims]))
+    g = lambda k: k * u / (1.0 - k * u)      # noqa: E731
+    if op == "RMSNormalization":
+        mean = np.zeros_like(x.sum(axis=dims, keepdims=True))
+        e_mean = mean
+        var = (x * x).mean(axis=dims, keepdims=True)
+        e_var = g(n + 1) * var
+    else:
+        mean = x.mean(axis=dims, keepdims=True)
+        e_mean = g(n) * np.abs(x).mean(axis=dims, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=dims, keepdims=True)
+        e_var = g(n + 2) * (x * x).mean(axis=dims, keepdims=True) + 2 * np.abs(mean) * e_mean + u * mean ** 2
+    r = 1.0 / np.sqrt(var + eps)
+    e_r = 0.5 * e_var / (var + eps) + 11.0 * u
+    d = np.abs(x - mean)
+    y = np.asarray(ref[0], np.float64)
+    out = [scale * r * (u * d + e_mean + d * e_r) + 3.0 * u * scale * d * r + u * np.abs(y)]
+    for extra in ref[1:]:          # LayerNormalization's Mean, then InvStdDev
+        out.append(np.broadcast_to(e_mean if len(out) == 1 else e_r * r, np.shape(extra)).copy())
     return out
 
 

@@ -24,7 +24,7 @@ from accel_regress.families.onnx_node import corpus as C
 from accel_regress.families.onnx_node import error_models as M
 
 OP = "onnx_node"
-FLOAT64_CLASSES = ("ulp", "accumulation", "transform", "attention")
+FLOAT64_CLASSES = ("ulp", "accumulation", "transform", "attention", "normalization")
 
 
 def case_id(name: str) -> str:
@@ -170,6 +170,12 @@ def tolerances(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, n
         node_outputs = list(onnx.load_from_string(corpus.model_bytes(e["name"])).graph.node[0].output)
         allow = M.attention_allowances(p["attrs"], p["in_shapes"][0], [ref[n] for n in e["output_names"]], mags,
                                        [node_outputs.index(n) for n in e["output_names"]], M.UNIT_ROUNDOFF[dtype])
+        return {n: ErrorModel(a, None, why_not=f"{why}: a bound of the worst case, no distribution promised")
+                for n, a in zip(e["output_names"], allow)}
+    if cls == "normalization":
+        e = entry(case)
+        allow = M.normalization_allowances(p["op_type"], p["attrs"], [inputs[n] for n in e["input_names"]],
+                                           [ref[n] for n in e["output_names"]])
         return {n: ErrorModel(a, None, why_not=f"{why}: a bound of the worst case, no distribution promised")
                 for n, a in zip(e["output_names"], allow)}
     if cls == "transform":
