@@ -32,10 +32,11 @@ import time
 import numpy as np
 
 # The generator modules whose cases draw random inputs and have a model other than the corpus's
-# own tolerance (ulp, accumulation, transform, attention), plus exact ones with random data.
+# own tolerance (ulp, accumulation, transform, attention, normalization), plus exact ones with
+# random data.
 MODULES = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "sin", "cos", "add", "sub", "mul", "div", "pow",
            "matmul", "gemm", "reducesum", "reducemean", "reducel1", "reducesumsquare", "dft", "stft",
-           "attention", "transpose", "relu", "max", "min")
+           "attention", "layernormalization", "rmsnormalization", "transpose", "relu", "max", "min")
 IREE_THRESHOLD = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-3}
 
 
