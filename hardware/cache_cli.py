@@ -55,6 +55,11 @@ def _mesa() -> Path:
     return shader_cache.folder()
 
 
+def _onnx_corpus() -> Path:
+    from accel_regress.families.onnx_node import corpus
+    return corpus.root()
+
+
 def _env_or(env: str, name: str) -> Callable[[], Path]:
     return lambda: Path(os.environ[env]) if os.environ.get(env) else user_cache(name)
 
@@ -64,6 +69,8 @@ CACHES = (
     CacheSpec("qemu-rvv", "ACCEL_IREE_CACHE", "qemu-rvv harness objects and linked executables", "yes", _qemu_rvv),
     CacheSpec("golden", "ACCEL_GOLDEN_CACHE", "golden store: inputs, references, error models (signed)",
               "verified", _golden),
+    CacheSpec("onnx-corpus", "ACCEL_ONNX_CORPUS_CACHE", "ONNX's node cases as the installed onnx generates them, "
+              "keyed by onnx, numpy and seed (signed)", "verified", _onnx_corpus),
     CacheSpec("rvv-scan", "ACCEL_RVV_SCAN_CACHE", "RVV codegen scans of compiled dispatches", "yes",
               _env_or("ACCEL_RVV_SCAN_CACHE", "rvv-scan")),
     CacheSpec("heatmaps", "ACCEL_HEATMAP_CACHE", "report heatmap PNGs", "yes", _env_or("ACCEL_HEATMAP_CACHE", "heatmaps")),

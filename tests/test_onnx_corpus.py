@@ -1,9 +1,9 @@
 """The ONNX node corpus (issue 45): every node case of the installed onnx, on every backend that
 has a program for it, judged by its error model (families/onnx_node/error_models.py).
 
-Opt-in: ``-m corpus`` generates the corpus (once per onnx version and seed, kept in the cache root:
-families/onnx_node/corpus.py) and runs all of it; without it this module makes one placeholder item
-that is deselected, and no corpus is generated. ``--golden-seed N`` draws the corpus's random inputs
+The default run takes one case per operator type (golden.representatives: chosen from the corpus
+alone); ``-m corpus`` runs all of it. Either generates the corpus once per onnx version and seed,
+kept in the cache root (families/onnx_node/corpus.py). ``--golden-seed N`` draws the corpus's random inputs
 from another seed. Each case's ``error_model`` parameter says what judged it; ``corpus`` means no
 model yet, compared as onnx compares (its rtol / atol), which the message and the record say.
 """
@@ -20,16 +20,17 @@ pytestmark = pytest.mark.family(G.OP)
 
 
 def _params(config) -> list:
-    if not selection.wants(config, "corpus"):
-        return [pytest.param(("none", None), id="onnx-corpus", marks=pytest.mark.corpus)]
+    full = selection.wants(config, "corpus")
+    # The full corpus's items carry the opt-in marker; the default sample's do not.
+    marks = [pytest.mark.corpus] if full else []
     reason = C.unavailable()
     if reason:
-        return [pytest.param(("none", None), id="onnx-corpus", marks=[pytest.mark.corpus, pytest.mark.skip(reason=reason)])]
+        return [pytest.param(("none", None), id="onnx-corpus", marks=[*marks, pytest.mark.skip(reason=reason)])]
     try:
         cases = G.cases(config.getoption("accel_golden_seed"))
     except C.CorpusError as exc:
-        return [pytest.param(("error", str(exc)), id="onnx-corpus", marks=pytest.mark.corpus)]
-    return [pytest.param(("case", c), id=c.id, marks=pytest.mark.corpus) for c in cases]
+        return [pytest.param(("error", str(exc)), id="onnx-corpus", marks=marks)]
+    return [pytest.param(("case", c), id=c.id, marks=marks) for c in (cases if full else G.representatives(cases))]
 
 
 def pytest_generate_tests(metafunc):

@@ -13,7 +13,8 @@ Seeds: the exporter calls ``np.random.seed(seed=0)`` before every export (``base
 A golden seed ``g`` shifts every such call to ``seed + g`` (mod 2**32) in the child, so ``g = 0`` is
 the corpus exactly as onnx generates it and any other ``g`` draws other inputs the same way.
 
-Layout: ``<cache root>/onnx-corpus/<key>/`` with ``index.json`` and ``cases/<name>/`` holding
+Layout: ``<cache root>/onnx-corpus/<key>/`` (``$ACCEL_ONNX_CORPUS_CACHE`` moves it) with
+``corpus.json`` (the index) and ``cases/<name>/`` holding
 ``model.onnx`` (the ModelProto's bytes) and one ``.npy`` per tensor (``in<i>.npy``, ``out<i>.npy``;
 a sequence's items ``in<i>.<j>.npy``), loaded with ``allow_pickle=False``. numpy cannot save the
 ml_dtypes types (bfloat16, float8, int4) or object arrays: the former are saved as their bits
@@ -22,7 +23,13 @@ key names the onnx and numpy versions, the seed, the generated modules and a dig
 file. The folder is built under a temporary name and renamed into place (a reader sees all of it
 or none); a lock file keeps two processes (xdist workers collecting) from generating it twice.
 Each file's sha256 is in the index and checked on every read: a truncated or damaged file is an
-error naming it, never an input.
+error naming it, never an input. The folder is also sealed as the cache root's build entries are
+(hardware/core/build_seal.py: ``index.json``, an HMAC over every file's size and sha256 with this
+machine's key): a model the runtimes parse and arrays they read come from this machine's own
+generation. A folder that is not this machine's (another key, none, an older suite) is generated
+again, said once; one whose seal does not match its files (edited, truncated) is discarded and
+generated again, said with the folder and what did not match; without a signing key each session
+generates its own corpus in a temporary folder.
 
 ``reference_check`` (per case, in the index): the corpus's stored outputs against
 ``onnx.reference.ReferenceEvaluator`` run on the same model and inputs at the case's own dtypes,
@@ -32,6 +39,7 @@ largest difference: a finding against onnx) or ``not evaluated`` (the evaluator 
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -49,7 +57,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-FORMAT = 1
+FORMAT = 2
+INDEX = "corpus.json"
+ROOT_ENV = "ACCEL_ONNX_CORPUS_CACHE"
 CACHE_NAME = "onnx-corpus"
 GENERATE_TIMEOUT_S = 1800.0       # 37-48 s for all 1,884 cases on 2 loaded cores; one module takes ~2 s
 PIP_HINT = "pip install 'accel-regress[corpus]' (onnx, onnxruntime)"
@@ -77,13 +87,23 @@ def unavailable() -> Optional[str]:
 
 def root() -> Path:
     from accel_regress.util.derived_cache import user_cache
-    return user_cache(CACHE_NAME)
+    return Path(os.environ[ROOT_ENV]) if os.environ.get(ROOT_ENV) else user_cache(CACHE_NAME)
+
+
+# Corpora this process generated outside the root (no signing key), by key.
+_scratch: dict[str, Path] = {}
+
+
+def folder_of(key_: str) -> Path:
+    return _scratch.get(key_) or root() / key_
 
 
 def key(seed: int, modules: Optional[Sequence[str]] = None) -> str:
     h = hashlib.sha256()
     h.update(f"{FORMAT}\0{','.join(sorted(modules)) if modules else '*'}\0".encode())
     h.update(Path(__file__).read_bytes())
+    # The float64 references and magnitudes are written at generation by the error models' code.
+    h.update((Path(__file__).parent / "error_models.py").read_bytes())
     return f"onnx-{onnx_version()}-numpy-{np.__version__}-seed{int(seed)}-{h.hexdigest()[:12]}"
 
 
@@ -97,9 +117,9 @@ class Corpus:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         try:
-            self.index = json.loads((self.folder / "index.json").read_text())
+            self.index = json.loads((self.folder / INDEX).read_text())
         except (OSError, ValueError) as exc:
-            raise CorpusError(f"{self.folder / 'index.json'} cannot be read: {exc}") from None
+            raise CorpusError(f"{self.folder / INDEX} cannot be read: {exc}") from None
         self.cases = {c["name"]: c for c in self.index["cases"]}
 
     def _file(self, name: str, rel: str, digest: str) -> Path:
@@ -109,7 +129,7 @@ class Corpus:
         except OSError as exc:
             raise CorpusError(f"corpus file {path} cannot be read: {exc}") from None
         if not ok:
-            raise CorpusError(f"corpus file {path} does not match its sha256 in {self.folder / 'index.json'}: "
+            raise CorpusError(f"corpus file {path} does not match its sha256 in {self.folder / INDEX}: "
                               f"delete {self.folder} to generate it again")
         return path
 
@@ -142,22 +162,56 @@ def ensure(seed: int = 0, modules: Optional[Sequence[str]] = None, python: Optio
     reason = unavailable()
     if reason:
         raise CorpusError(reason)
+    from accel_regress.core import build_seal
     top = root()
-    folder = top / key(seed, modules)
-    if (folder / "index.json").is_file():
+    name = key(seed, modules)
+    folder = top / name
+    if name in _scratch:
+        return Corpus(_scratch[name])
+    if build_seal.secret() is None:          # nothing in the root can be vouched for
+        scratch = Path(tempfile.mkdtemp(prefix="accel-onnx-corpus-")) / name
+        atexit.register(shutil.rmtree, scratch.parent, True)
+        _generate_into(scratch, seed, modules, python or sys.executable, seal=False)
+        _scratch[name] = scratch
+        return Corpus(scratch)
+    if _sealed(folder, name) is None:
         return Corpus(folder)
     try:
         top.mkdir(parents=True, exist_ok=True)
         with open(top / f".{folder.name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (folder / "index.json").is_file():
+            problem = _sealed(folder, name)
+            if problem is not None:
+                if folder.exists():       # discarded and generated again, as a build entry is rebuilt
+                    if isinstance(problem, build_seal.Unsigned):
+                        build_seal.note_once(f"ONNX corpus {folder}: not signed with this machine's key "
+                                             f"({problem}); generated again")
+                    else:
+                        print(f"accel-regress: ONNX corpus: discarded {folder} ({problem}); generated it again",
+                              file=sys.stderr)
+                    shutil.rmtree(folder)
                 _generate_into(folder, seed, modules, python or sys.executable)
     except OSError as exc:
         raise CorpusError(f"the ONNX corpus cannot be kept under {top}: {exc}") from None
     return Corpus(folder)
 
 
-def _generate_into(folder: Path, seed: int, modules, python: str) -> None:
+def _sealed(folder: Path, name: str):
+    """None when ``folder`` is whole and carries this machine's seal, else why not ('' when absent)."""
+    from accel_regress.core import build_seal
+    if not (folder / INDEX).is_file():
+        return "" if not folder.exists() else "no corpus.json (an unfinished folder or an older suite's)"
+    return build_seal.entry_problem(folder, _seal_key(name), INDEX)
+
+
+def _seal_key(name: str) -> str:
+    """The seal's key (a build entry's is a sha256): the folder's name, hashed."""
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
+def _generate_into(folder: Path, seed: int, modules, python: str, seal: bool = True) -> None:
+    from accel_regress.core import build_seal
+    folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         argv = [python, "-m", MODULE, "--seed", str(int(seed)), "--out", str(tmp)]
@@ -171,6 +225,8 @@ def _generate_into(folder: Path, seed: int, modules, python: str) -> None:
         if done.returncode != 0:
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
             raise CorpusError(f"generating the ONNX corpus failed (exit {done.returncode}): {' '.join(argv)}\n{tail}")
+        if seal and not build_seal.write_index(tmp, _seal_key(folder.name), INDEX):
+            raise CorpusError(f"the ONNX corpus {folder} could not be sealed (no signing key)")
         if folder.exists():        # someone without our lock (another machine on a shared root) won
             return
         os.rename(tmp, folder)
@@ -312,9 +368,18 @@ def _float64(case_dir: Path, entry: dict, model, inputs) -> None:
     if ref is None:
         entry["float64_why"] = why
         return
+    if entry["op_type"] in error_models.TRANSFORM:
+        entry["terms"] = error_models.transform_magnitude(model, entry["op_type"], [_as_array(v) for v in inputs],
+                                                          np.shape(ref[0]))[1]
     entry["float64"] = [_write_tensor(case_dir, f"ref64_{i}", r) for i, r in enumerate(ref)]
     if mag is not None:
         entry["magnitude64"] = [_write_tensor(case_dir, f"mag64_{i}", r) for i, r in enumerate(mag)]
+
+
+def _draws(op_type: str, graph, inputs) -> bool:
+    from accel_regress.families.onnx_node import error_models
+    feeds = {i.name: (None if v is None or isinstance(v, list) else _as_array(v)) for i, v in zip(graph.input, inputs)}
+    return any(error_models.random_draw(n.op_type, feeds, n) for n in graph.node)
 
 
 def generate(out: Path, seed: int, modules: Optional[Sequence[str]] = None) -> dict:
@@ -355,11 +420,12 @@ def generate(out: Path, seed: int, modules: Optional[Sequence[str]] = None) -> d
             "model_sha256": _sha256(case_dir / "model.onnx"),
             "attrs": _attrs(graph.node[0]) if len(graph.node) == 1 else {},
             "reference_check": _check_against_evaluator(c.model, inputs, outputs, c.rtol, c.atol),
+            "random_draw": bool(len(graph.node) >= 1 and _draws(op_type, graph, inputs)),
         })
         _float64(case_dir, entries[-1], c.model, inputs)
     index = {"format": FORMAT, "onnx": onnx.__version__, "numpy": np.__version__, "seed": int(seed),
              "modules": sorted(modules) if modules else None, "cases": entries}
-    (out / "index.json").write_text(json.dumps(index, indent=1, sort_keys=True))
+    (out / INDEX).write_text(json.dumps(index, indent=1, sort_keys=True))
     return index
 
 

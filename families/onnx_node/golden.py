@@ -19,11 +19,12 @@ import numpy as np
 
 from accel_regress.golden.case import Case
 from accel_regress.golden.dtypes import ulp
-from accel_regress.golden.tolerance import ErrorModel, exact_model, gamma
+from accel_regress.golden.tolerance import F32_UNIT_ROUNDOFF, ErrorModel, exact_model, gamma
 from accel_regress.families.onnx_node import corpus as C
 from accel_regress.families.onnx_node import error_models as M
 
 OP = "onnx_node"
+FLOAT64_CLASSES = ("ulp", "accumulation", "transform", "attention", "normalization")
 
 
 def case_id(name: str) -> str:
@@ -36,13 +37,14 @@ def make_case(entry: dict, corpus_key: str, base_seed: int = 0) -> Case:
     params = {"name": entry["name"], "op_type": entry["op_type"], "domain": entry["domain"],
               "opset": entry["opset"], "expanded": entry["expanded"], "attrs": entry.get("attrs", {}),
               "in_dtypes": in_dtypes, "in_shapes": in_shapes, "out_dtypes": out_dtypes, "out_shapes": out_shapes,
-              "rtol": entry["rtol"], "atol": entry["atol"], "corpus_key": corpus_key}
+              "rtol": entry["rtol"], "atol": entry["atol"], "corpus_key": corpus_key,
+              "random_draw": bool(entry.get("random_draw"))}
     cls, judged_by = M.classify(params, "float64" in entry, entry.get("float64_why", ""))
     check = entry["reference_check"]
     params.update({
         "error_model": cls, "judged_by": judged_by,
         "reference": ("float64: the model retyped to double, run by onnx.reference.ReferenceEvaluator"
-                      if cls in ("ulp", "accumulation") else "the corpus's stored outputs"),
+                      if cls in FLOAT64_CLASSES else "the corpus's stored outputs"),
         "reference_check": check["status"] + (f" (max abs {check['max_abs']:.3g})" if "max_abs" in check else ""),
     })
     return Case.make(OP, case_id(entry["name"]), params, base_seed)
@@ -54,8 +56,30 @@ def cases(base_seed: int = 0, modules=None) -> list[Case]:
     return [make_case(e, corpus.folder.name, base_seed) for e in corpus.index["cases"]]
 
 
+# The default run's case of an operator type: the op's own node before its expanded function body,
+# a modelled class before the corpus's own tolerance, the oldest opset (the one most runtimes load),
+# then the name: chosen from the corpus alone (never from a backend's verdicts), so every backend
+# and every run gets the same case.
+_CLASS_RANK = {"ulp": 0, "accumulation": 0, "exact-value": 1, "exact": 2}
+
+
+def _sample_rank(c: Case) -> tuple:
+    p = c.params
+    return (bool(p["expanded"]), _CLASS_RANK.get(p["error_model"], 3), p["opset"], p["name"])
+
+
+def representatives(all_cases: list[Case]) -> list[Case]:
+    """One case per operator type (the default run's sample; ``-m corpus`` runs all of them)."""
+    best: dict[str, Case] = {}
+    for c in all_cases:
+        held = best.get(c.params["op_type"])
+        if held is None or _sample_rank(c) < _sample_rank(held):
+            best[c.params["op_type"]] = c
+    return sorted(best.values(), key=lambda c: c.params["name"])
+
+
 def corpus_of(key: str) -> C.Corpus:
-    return _corpus_at(C.root() / key)
+    return _corpus_at(C.folder_of(key))
 
 
 @lru_cache(maxsize=8)
@@ -107,7 +131,7 @@ def reference(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndar
     to float64 and booleans as 0/1."""
     e = entry(case)
     corpus = corpus_of(case.params["corpus_key"])
-    if case.params["error_model"] in ("ulp", "accumulation"):
+    if case.params["error_model"] in FLOAT64_CLASSES:
         ref = {n: corpus.tensor(e["name"], t) for n, t in zip(e["output_names"], e["float64"])}
         with np.errstate(over="ignore"):
             return {n: np.where(np.isfinite(v.astype(np.float32)), v, v.astype(np.float32)).astype(np.float64)
@@ -136,6 +160,30 @@ def tolerances(case: Case, inputs: Mapping[str, np.ndarray], ref: Mapping[str, n
         n = M.reduction_terms(p["op_type"], p["in_shapes"], p["out_shapes"], p["attrs"])
         k = M.roundings(p["op_type"], n or 1)
         return {name: ErrorModel(gamma(k) * np.abs(mag), "accumulation", k=max(k, 1))
+                for name, mag in zip(e["output_names"], mags)}
+    if cls == "attention":
+        e = entry(case)
+        corpus = corpus_of(p["corpus_key"])
+        mags = [corpus.tensor(e["name"], t) for t in e["magnitude64"]]
+        dtype = next(d for d in p["in_dtypes"] if d in M.UNIT_ROUNDOFF)
+        import onnx
+        node_outputs = list(onnx.load_from_string(corpus.model_bytes(e["name"])).graph.node[0].output)
+        allow = M.attention_allowances(p["attrs"], p["in_shapes"][0], [ref[n] for n in e["output_names"]], mags,
+                                       [node_outputs.index(n) for n in e["output_names"]], M.UNIT_ROUNDOFF[dtype])
+        return {n: ErrorModel(a, None, why_not=f"{why}: a bound of the worst case, no distribution promised")
+                for n, a in zip(e["output_names"], allow)}
+    if cls == "normalization":
+        e = entry(case)
+        allow = M.normalization_allowances(p["op_type"], p["attrs"], [inputs[n] for n in e["input_names"]],
+                                           [ref[n] for n in e["output_names"]])
+        return {n: ErrorModel(a, None, why_not=f"{why}: a bound of the worst case, no distribution promised")
+                for n, a in zip(e["output_names"], allow)}
+    if cls == "transform":
+        e = entry(case)
+        mags = [corpus_of(p["corpus_key"]).tensor(e["name"], t) for t in e["magnitude64"]]
+        n = int(e["terms"])
+        factor, twiddle = M.transform_bound(n, F32_UNIT_ROUNDOFF)
+        return {name: ErrorModel(factor * np.abs(mag), "accumulation", k=max(n - 1, 1), lib=twiddle * np.abs(mag))
                 for name, mag in zip(e["output_names"], mags)}
     rtol, atol = p["rtol"], p["atol"]
     return {n: ErrorModel(atol + rtol * np.abs(np.where(np.isfinite(v), v, 0.0)) if v.dtype.kind not in "US"

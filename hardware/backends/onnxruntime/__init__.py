@@ -9,7 +9,10 @@ wheel has); the others are available where ``onnxruntime.get_available_providers
 (the onnxruntime-gpu, -openvino, -qnn ... wheels), else unavailable with the reason.
 
 A session that cannot be created (no kernel of the node at its opset and types on the EP, a model
-the EP rejects) is COMPILE_ERROR with onnxruntime's words; an exception from ``run`` is CRASH.
+the EP rejects) is COMPILE_ERROR with onnxruntime's words; an exception from ``run`` is CRASH. A
+model newer than the installed onnxruntime reads (an IR version past its maximum, an opset it
+calls under development: its own words, core/graph/model.cc and model_load_utils.h) is no verdict
+on its kernels: SKIP with those words, as a dtype its Python API cannot carry is.
 Every graph node must be placed on the named EP: onnxruntime falls back to the CPU EP for a node an
 EP does not take, which would judge the CPU's kernel under the EP's name, so a fallback is refused
 (``session.disable_cpu_ep_fallback``) for every EP but the CPU's own.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import importlib.util
+import re
 from typing import Mapping, Optional
 
 import numpy as np
@@ -92,6 +96,10 @@ class OnnxRuntimeBackend(Backend):
         try:
             session = self._session(program.model)
         except Exception as exc:
+            newer = _NEWER_THAN_READ.findall(str(exc))
+            if newer:
+                import onnxruntime as ort
+                raise Unsupported(f"onnxruntime {ort.__version__} does not read this model: {'; '.join(newer)}") from None
             raise CompileError(f"onnxruntime could not create a session on {self.provider}: {exc}",
                                detail={"diagnostic": str(exc)}) from None
         carried = self._carried(program, inputs, session)
@@ -119,6 +127,11 @@ class OnnxRuntimeBackend(Backend):
                     "an OrtValue path for them is not built yet)")
         return None
 
+
+# onnxruntime's words for a model past what it reads (1.31.1: core/graph/model.cc:256,
+# core/graph/model_load_utils.h:46).
+_NEWER_THAN_READ = re.compile(r"Unsupported model IR version: \d+, max supported IR version: \d+"
+                              r"|Opset \d+ is under development|Current official support for domain [\w.]+ is till opset \d+")
 
 # onnxruntime's tensor type names (NodeArg.type) that no numpy dtype holds.
 _NOT_NUMPY = ("bfloat16", "float8", "float4", "int4", "uint4", "int2", "uint2")

@@ -48,9 +48,13 @@ def _plain(dtype: np.dtype) -> bool:
 def _tag(dtype: np.dtype) -> str:
     """What names ``dtype`` exactly on the other side: its ``str`` (``>f4``) when that round-trips,
     else its name (ml_dtypes' types all read as ``<V2`` ... through ``str``); a structured dtype as
-    plain bytes of its size (its fields cannot cross without a pickle; no contract asks for one)."""
-    if np.dtype(dtype.str) == dtype:
-        return dtype.str
+    plain bytes of its size (its fields cannot cross without a pickle; no contract asks for one).
+    ml_dtypes' float8_e5m2 reads as ``<f1``, which np.dtype() refuses: a name, as the others."""
+    try:
+        if np.dtype(dtype.str) == dtype:
+            return dtype.str
+    except TypeError:
+        pass
     if dtype.fields is not None or dtype.subdtype is not None:
         return f"|V{dtype.itemsize}"
     return dtype.name

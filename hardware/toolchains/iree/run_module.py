@@ -59,6 +59,9 @@ DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bf16": ml_dt
           "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "i1": np.bool_}
 _ALIAS = re.compile(r"^(![\w.$-]+)\s*=\s*(.+?)\s*$", re.M)
 _TENSOR = re.compile(r"tensor<((?:\d+x)*)([a-z]+\d+)>")
+# The torch dialect's value tensors, as IREE's ONNX importer writes a function's signature
+# (``!torch.vtensor<[3,4,5],f32>``, ``!torch.vtensor<[],si64>``): signed integers are ``si``.
+_VTENSOR = re.compile(r"!torch\.vtensor<\[([\d,]*)\],s?([a-z]+\d+)>")
 
 
 def result_types(mlir: str, entry: str) -> list[tuple[tuple[int, ...], np.dtype]]:
@@ -72,10 +75,12 @@ def result_types(mlir: str, entry: str) -> list[tuple[tuple[int, ...], np.dtype]
         raise ValueError(f"no func.func @{entry} with results in the program")
     results = re.sub(r"![\w.$-]+", lambda a: aliases.get(a.group(0), a.group(0)), m.group(2))
     out = []
-    for dims, et in _TENSOR.findall(results):
+    found = sorted([(m.start(), m.group(1).split("x"), m.group(2)) for m in _TENSOR.finditer(results)]
+                   + [(m.start(), m.group(1).split(","), m.group(2)) for m in _VTENSOR.finditer(results)])
+    for _, dims, et in found:
         if et not in DTYPES:
             raise ValueError(f"@{entry} returns {et}, which this runner cannot read back")
-        out.append((tuple(int(d) for d in dims.split("x") if d), np.dtype(DTYPES[et])))
+        out.append((tuple(int(d) for d in dims if d), np.dtype(DTYPES[et])))
     return out
 
 

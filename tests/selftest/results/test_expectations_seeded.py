@@ -69,6 +69,13 @@ def test_every_entry_matches_a_test_of_the_suite(pytester):
                                        "-p", "no:randomly")
     nodeids = [line for line in res.outlines if "::" in line and not line.startswith(" ")]
     assert len(nodeids) > 500
+    # The ONNX corpus's cases past the default run's sample are opt-in (-m corpus); its entries are
+    # for the backends that run the corpus (one session: the corpus is generated once per root).
+    corpus = pytester.runpytest_inprocess(str(REPO / "tests" / "test_onnx_corpus.py"), "--rootdir", str(REPO),
+                                          "--collect-only", "-q", "-m", "corpus", "-p", "no:randomly",
+                                          "--hw", ",".join(sorted({e.backend for e in X.load_dir(EXPECTATIONS).entries
+                                                                   if "test_onnx_corpus.py" in e.test})))
+    nodeids += [line for line in corpus.outlines if "::" in line and not line.startswith(" ")]
     exp = X.load_dir(EXPECTATIONS)
     unmatched = [f"{e.file}: {e.test}" for e in exp.entries
                  if not any(key_of(n, e.backend) != n and e.matches(key_of(n, e.backend)) for n in nodeids)]

@@ -77,6 +77,15 @@ def test_result_types_resolve_aliases():
     assert run_module.result_types(BF16_ADD, "f")[0][1].name == "bfloat16"
 
 
+def test_result_types_of_an_imported_onnx_signature():
+    # IREE's ONNX importer writes torch value tensors (iree-org/iree
+    # compiler/bindings/python/iree/compiler/tools/import_onnx/__main__.py): the ONNX corpus's
+    # cases on iree-vulkan read "returns 0 results, the program declares 1" before.
+    sig = ("func.func @test_add(%arg0: !torch.vtensor<[3,4,5],f32>) -> (!torch.vtensor<[3,4,5],f32>, "
+           "!torch.vtensor<[],si64>) attributes {torch.onnx_meta.ir_version = 7 : si64} {")
+    assert run_module.result_types(sig, "test_add") == [((3, 4, 5), np.dtype(np.float32)), ((), np.dtype(np.int64))]
+
+
 @pytest.fixture(scope="module")
 def vulkan():
     b = IreeVulkanBackend()

@@ -17,7 +17,7 @@ MODULES = ("softmax", "transpose")
 def _generate(out: Path, seed: int) -> dict:
     subprocess.run([sys.executable, "-m", C.MODULE, "--seed", str(seed), "--out", str(out),
                     *[a for m in MODULES for a in ("--module", m)]], check=True, capture_output=True)
-    return json.loads((out / "index.json").read_text())
+    return json.loads((out / C.INDEX).read_text())
 
 
 def _files(folder: Path) -> dict:
@@ -78,15 +78,46 @@ def _session(tmp_path, cache: Path, *args) -> str:
                           cwd=repo, env=env, capture_output=True, text=True).stdout
 
 
-def test_without_m_corpus_the_module_generates_nothing(tmp_path):
-    """The corpus is opt-in like ``large``: a default run deselects its one placeholder item and
-    leaves the cache root without a corpus."""
-    out = _session(tmp_path, tmp_path / "cache")
-    assert "1 deselected" in out, out[-2000:]
-    assert not (tmp_path / "cache" / C.CACHE_NAME).exists()
+def test_the_default_run_takes_one_case_per_operator_type(in_corpus_root):
+    """The default run's sample: one case per operator type, the op's own node before its expanded
+    body and a modelled class first, chosen from the corpus alone (any order of the cases gives
+    the same sample), its ids those of the full corpus."""
+    import random
+    cases = in_corpus_root
+    sample = G.representatives(cases)
+    assert sorted(c.params["op_type"] for c in sample) == sorted({c.params["op_type"] for c in cases})
+    assert not any(c.params["expanded"] for c in sample)
+    by_op = {c.params["op_type"]: c for c in sample}
+    assert by_op["Exp"].params["error_model"] == "ulp" and by_op["Softmax"].params["error_model"] == "corpus"
+    shuffled = list(cases)
+    random.Random(7).shuffle(shuffled)
+    assert [c.id for c in G.representatives(shuffled)] == [c.id for c in sample]
+    assert {c.id for c in sample} <= {c.id for c in cases}
 
 
 def test_a_corpus_that_cannot_be_kept_is_one_error_with_the_reason(tmp_path):
     (tmp_path / "file").write_text("")
     out = _session(tmp_path, tmp_path / "file", "-m", "corpus")
     assert "1 error" in out and "the ONNX corpus cannot be kept under" in out and "Traceback" not in out, out[-2000:]
+
+
+def test_the_corpus_folder_is_sealed_and_checked_as_build_entries_are(tmp_path, monkeypatch, capsys):
+    """hardware/core/build_seal.py: a folder not signed with this machine's key is generated again
+    (said once); one whose seal no longer matches its files is discarded and generated again, said
+    with the folder (as an IREE module that does not verify is rebuilt)."""
+    from accel_regress.core import build_seal
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path))
+    folder = C.ensure(0, MODULES).folder
+    assert build_seal.entry_problem(folder, C._seal_key(folder.name), C.INDEX) is None
+    seal = folder / build_seal.INDEX
+    doc = json.loads(seal.read_text())
+    seal.write_text(json.dumps({**doc, "key_id": "0" * 16}))
+    again = C.ensure(0, MODULES).folder
+    assert again == folder and build_seal.entry_problem(folder, C._seal_key(folder.name), C.INDEX) is None
+    assert "not signed with this machine's key" in capsys.readouterr().err
+    index = folder / C.INDEX
+    index.write_text(index.read_text().replace('"softmax"', '"softmax" '))
+    C.ensure(0, MODULES)
+    err = capsys.readouterr().err
+    assert f"discarded {folder}" in err and "corpus.json does not match its checksum" in err
+    assert build_seal.entry_problem(folder, C._seal_key(folder.name), C.INDEX) is None
