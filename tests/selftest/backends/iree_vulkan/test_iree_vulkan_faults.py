@@ -9,6 +9,7 @@ import pytest
 
 from accel_regress.backends.iree_vulkan import IreeVulkanBackend
 from accel_regress.core import faults
+from suite_in_process import run_suite
 
 EQUIVALENTS = Path(__file__).parents[2] / "fixtures" / "gpu_equivalent_faults.py"
 GEMM = ("test_gemm_partition_n.py", "M64-K512-N256-m16-k64-n64-c4-bT-cF-P4-bf16 and normal")
@@ -37,23 +38,23 @@ def test_every_builtin_fault_has_a_vulkan_case():
 
 
 @pytest.mark.parametrize("fault", sorted(CASES))
-def test_fault_is_caught_on_iree_vulkan(fault, tmp_path, suite_session):
+def test_fault_is_caught_on_iree_vulkan(fault, tmp_path):
     reason = IreeVulkanBackend().availability()
     if reason:
         pytest.skip(reason)
     file, select, verdict = CASES[fault]
-    session = suite_session(tmp_path, f"tests/{file}", "--hw", "iree-vulkan", "-k", select,
+    session = run_suite(tmp_path, f"tests/{file}", "--hw", "iree-vulkan", "-k", select,
                             "--inject-fault", INJECT.get(fault, fault))
     verdicts = [c["verdict"] for c in session.cases]
     assert session.cases and verdict in verdicts, (verdicts, session.out[-2000:])
 
 
 @pytest.mark.parametrize("file,select", sorted({(f, k) for f, k, _ in CASES.values()}))
-def test_selection_passes_clean(file, select, tmp_path, suite_session):
+def test_selection_passes_clean(file, select, tmp_path):
     """The control: without a fault the same selection is PASS (or an expected verdict) only."""
     reason = IreeVulkanBackend().availability()
     if reason:
         pytest.skip(reason)
-    session = suite_session(tmp_path, f"tests/{file}", "--hw", "iree-vulkan", "-k", select)
+    session = run_suite(tmp_path, f"tests/{file}", "--hw", "iree-vulkan", "-k", select)
     verdicts = {c["verdict"] for c in session.cases}
     assert verdicts and verdicts <= {"PASS", "XFAIL", "NOT_APPLICABLE"}, (verdicts, session.out[-2000:])

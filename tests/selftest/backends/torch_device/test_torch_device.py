@@ -11,6 +11,7 @@ import pytest
 
 from accel_regress.core import faults, registry
 from accel_regress.backends.torch_device import TORCH_PROGRAMS, numerics
+from suite_in_process import run_suite
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -30,9 +31,9 @@ FAMILIES = {
 }
 
 
-def _run(suite_session, tmp_path, op, *extra):
+def _run(tmp_path, op, *extra):
     test_file, subset, _ = FAMILIES[op]
-    session = suite_session(tmp_path / "reports", f"tests/{test_file}", "--hw", "torch-cpu", "-k", subset, *extra)
+    session = run_suite(tmp_path / "reports", f"tests/{test_file}", "--hw", "torch-cpu", "-k", subset, *extra)
     return session.out, session.cases
 
 
@@ -47,8 +48,8 @@ def test_every_family_has_a_torch_program():
 
 
 @pytest.mark.parametrize("op", FAMILIES)
-def test_each_family_passes_clean_on_torch_cpu(suite_session, tmp_path, op):
-    out, cases = _run(suite_session, tmp_path, op)
+def test_each_family_passes_clean_on_torch_cpu(tmp_path, op):
+    out, cases = _run(tmp_path, op)
     verdicts = [c["verdict"] for c in cases]
     assert verdicts and "PASS" in verdicts, out[-3000:]
     assert set(verdicts) <= {"PASS", "NOT_APPLICABLE", "SKIP"}, out[-3000:]
@@ -57,9 +58,9 @@ def test_each_family_passes_clean_on_torch_cpu(suite_session, tmp_path, op):
 
 
 @pytest.mark.parametrize("op, fault", [(op, f) for op, (_, _, fs) in FAMILIES.items() for f in fs])
-def test_each_documented_fault_is_caught_on_torch_cpu(suite_session, tmp_path, op, fault):
+def test_each_documented_fault_is_caught_on_torch_cpu(tmp_path, op, fault):
     assert fault in faults.builtin()
-    out, cases = _run(suite_session, tmp_path, op, "--inject-fault", fault, "--ignore-expectations")
+    out, cases = _run(tmp_path, op, "--inject-fault", fault, "--ignore-expectations")
     caught = [c["nodeid"] for c in cases if c["verdict"] in ("FAIL", "HANG", "CRASH", "COMPILE_ERROR")]
     assert caught, f"{fault} not caught on torch-cpu:\n{out[-3000:]}"
 
