@@ -13,14 +13,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import suite_in_process
 
 REPO = Path(__file__).resolve().parents[3]
 FAULTS = REPO / "tests" / "selftest" / "fixtures" / "history_faults.py"
+FAULT_RUN = "ACCEL_FAULT_RUN"      # the run number its faults read (history_faults.RUN)
 # One small GEMM configuration: its shape check and its four partitions (a few seconds a session).
 SELECT = "M64-K128-N256 and bf16 and (test_partition or test_forward_shape) and not standalone"
 C1, C3 = "-C1-normal]", "-C3-normal]"
@@ -31,18 +32,25 @@ PLAN = [(None, 0), (None, 0), ("flaky_partition", 1), ("flaky_partition", 2), ("
 
 
 def _session(root: Path, n: int, history: str, fault, run: int, *extra: str) -> tuple[Path, str]:
+    """One session, in this process (issue 51): the run number the fault reads at each call
+    ($ACCEL_FAULT_RUN) is set around it."""
     report = root / f"run{n}"
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-            "tests/test_gemm_partition_n.py", "--hw", "emu", "-k", SELECT, "--report-dir", str(report),
+    argv = ["-q", "-p", "no:hypothesispytest", "tests/test_gemm_partition_n.py", "--hw", "emu", "-k", SELECT,
             "--history", history, "--isolation", "none", *extra]
     if fault:
         argv += ["--inject-fault", f"{FAULTS}:{fault}"]
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "ACCEL_FAULT_RUN": str(run)})
-    out = proc.stdout + proc.stderr
-    assert (report / "results.json").is_file(), out
-    assert "history: run" in out and "stored in" in out, out
-    return report, out
+    before = os.environ.get(FAULT_RUN)
+    os.environ[FAULT_RUN] = str(run)
+    try:
+        session = suite_in_process.run(REPO, *argv, report_dir=report)
+    finally:
+        if before is None:
+            del os.environ[FAULT_RUN]
+        else:
+            os.environ[FAULT_RUN] = before
+    assert session.cases is not None, session.out
+    assert "history: run" in session.out and "stored in" in session.out, session.out
+    return report, session.out
 
 
 def _cli(capsys, *argv) -> tuple[int, str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 
 from accel_regress.results import record
 from accel_regress.results.history import shard
+import suite_in_process
 
 
 def test_parse():
@@ -62,25 +62,28 @@ def test_case(hw, n):
 ALL = [f"test_demo.py::test_case[emu-{n}]" for n in range(6)]
 
 
-def _pytest(root: Path, *argv: str, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                           *argv], cwd=root, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ), **kw)
+def _pytest(root: Path, *argv: str, subprocess_: bool = False) -> suite_in_process.Session:
+    if subprocess_:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+                               *argv], cwd=root, capture_output=True, text=True, timeout=300)
+        return suite_in_process.Session(proc.returncode, proc.stdout + proc.stderr, None)
+    return suite_in_process.run(root, "-p", "no:hypothesispytest", *argv)
 
 
 def _collect(root: Path, spec: str, *argv: str) -> list[str]:
-    proc = _pytest(root, "--collect-only", "-q", "--hw", "emu", "--shard", spec, *argv, "test_demo.py")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return [ln for ln in proc.stdout.splitlines() if "::" in ln]
+    session = _pytest(root, "--collect-only", "-q", "--hw", "emu", "--shard", spec, *argv, "test_demo.py")
+    assert session.rc == 0, session.out
+    return [ln for ln in session.out.splitlines() if "::" in ln]
 
 
-def _run(root: Path, name: str, history: str, *argv: str) -> Path:
+def _run(root: Path, name: str, history: str, *argv: str, subprocess_: bool = False) -> Path:
+    """The sessions run in this process (issue 51), but in each tiling test one shard runs in a
+    process of its own: a split that depends on something of its process (str hashes, a pid) must show."""
     report = root / name
-    proc = _pytest(root, "-q", "--hw", "emu", "--isolation", "none", "--report-dir", str(report),
-                   "--history", history, *argv, "test_demo.py")
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    assert history == "none" or "history: run" in out, out
+    session = _pytest(root, "-q", "--hw", "emu", "--isolation", "none", "--report-dir", str(report),
+                      "--history", history, *argv, "test_demo.py", subprocess_=subprocess_)
+    assert session.rc == 0, session.out
+    assert history == "none" or "history: run" in session.out, session.out
     return report / "results.json"
 
 
@@ -135,7 +138,7 @@ def test_shards_one_after_the_other_against_one_history_tile_the_selection(kind,
     (tmp_path / "test_demo.py").write_text(TESTS)
     history = _history(kind, request, tmp_path, "shared")
     two = _run(tmp_path, "shard2", history, "--shard", "2/2")
-    one = _run(tmp_path, "shard1", history, "--shard", "1/2")
+    one = _run(tmp_path, "shard1", history, "--shard", "1/2", subprocess_=True)
     _tiles_and_ships(tmp_path, capsys, one, two)
 
 
@@ -145,7 +148,7 @@ def test_shards_against_two_separate_histories_tile_the_selection(request, tmp_p
     (tmp_path / "test_demo.py").write_text(TESTS)
     server = _history("postgresql", request, tmp_path, "b")
     _run(tmp_path, "earlier", server)
-    one = _run(tmp_path, "shard1", _history("sqlite", request, tmp_path, "a"), "--shard", "1/2")
+    one = _run(tmp_path, "shard1", _history("sqlite", request, tmp_path, "a"), "--shard", "1/2", subprocess_=True)
     two = _run(tmp_path, "shard2", server, "--shard", "2/2", "-n", "2")     # under xdist: the workers split
     _tiles_and_ships(tmp_path, capsys, one, two)
 
@@ -210,8 +213,10 @@ def test_bad_shard_is_a_usage_error_at_once(tmp_path, spec, words):
     def bounded():
         resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))     # 1.5 GiB: a collection needs < 1
     (tmp_path / "test_demo.py").write_text(TESTS)
-    proc = _pytest(tmp_path, "--collect-only", "-q", "--hw", "emu", "--history", "none", "--shard", spec,
-                   "test_demo.py", timeout=120, preexec_fn=bounded)
+    # A subprocess: the bound is on its address space.
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+                           "--collect-only", "-q", "--hw", "emu", "--history", "none", "--shard", spec, "test_demo.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=bounded)
     assert proc.returncode == 4 and words in proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
@@ -219,7 +224,7 @@ def test_a_bad_durations_snapshot_is_a_usage_error(tmp_path):
     (tmp_path / "test_demo.py").write_text(TESTS)
     for text, words in (("{", "not JSON"), ('{"a": -1}', "is not a number of seconds"), ("[1]", "not of [node id")):
         (tmp_path / "d.json").write_text(text)
-        proc = _pytest(tmp_path, "--collect-only", "-q", "--hw", "emu", "--history", "none", "--shard", "1/2",
-                       "--shard-durations", "d.json", "test_demo.py")
-        assert proc.returncode == 4 and "--shard-durations: d.json: " in proc.stderr and words in proc.stderr, \
-            proc.stderr[-2000:]
+        session = _pytest(tmp_path, "--collect-only", "-q", "--hw", "emu", "--history", "none", "--shard", "1/2",
+                          "--shard-durations", "d.json", "test_demo.py")
+        assert session.rc == 4 and "--shard-durations: d.json: " in session.out and words in session.out, \
+            session.out[-2000:]

@@ -3,18 +3,14 @@ for iree-cpu), are caught: each selection passes clean (the default run) and is 
 fault. Runs on lavapipe; SKIPs where iree-vulkan is unavailable."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from accel_regress.backends.iree_vulkan import IreeVulkanBackend
 from accel_regress.core import faults
+from suite_in_process import run_suite
 
-REPO = Path(__file__).resolve().parents[4]
 EQUIVALENTS = Path(__file__).parents[2] / "fixtures" / "gpu_equivalent_faults.py"
 GEMM = ("test_gemm_partition_n.py", "M64-K512-N256-m16-k64-n64-c4-bT-cF-P4-bf16 and normal")
 TILE = ("test_rowexpandmul_fillpad.py", "test_tile and seed-R16-C256-vr1-vc256-f32-padzero-fused-reuse-normal")
@@ -47,12 +43,10 @@ def test_fault_is_caught_on_iree_vulkan(fault, tmp_path):
     if reason:
         pytest.skip(reason)
     file, select, verdict = CASES[fault]
-    argv = [sys.executable, "-m", "pytest", f"tests/{file}", "--hw", "iree-vulkan", "-k", select, "-q",
-            "-p", "no:cacheprovider", "--report-dir", str(tmp_path), "--inject-fault", INJECT.get(fault, fault)]
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ})
-    cases = json.loads((tmp_path / "results.json").read_text())["cases"]
-    verdicts = [c["verdict"] for c in cases]
-    assert cases and verdict in verdicts, (verdicts, proc.stdout[-2000:])
+    session = run_suite(tmp_path, f"tests/{file}", "--hw", "iree-vulkan", "-k", select,
+                            "--inject-fault", INJECT.get(fault, fault))
+    verdicts = [c["verdict"] for c in session.cases]
+    assert session.cases and verdict in verdicts, (verdicts, session.out[-2000:])
 
 
 @pytest.mark.parametrize("file,select", sorted({(f, k) for f, k, _ in CASES.values()}))
@@ -61,8 +55,6 @@ def test_selection_passes_clean(file, select, tmp_path):
     reason = IreeVulkanBackend().availability()
     if reason:
         pytest.skip(reason)
-    argv = [sys.executable, "-m", "pytest", f"tests/{file}", "--hw", "iree-vulkan", "-k", select, "-q",
-            "-p", "no:cacheprovider", "--report-dir", str(tmp_path)]
-    subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
-    verdicts = {c["verdict"] for c in json.loads((tmp_path / "results.json").read_text())["cases"]}
-    assert verdicts and verdicts <= {"PASS", "XFAIL", "NOT_APPLICABLE"}, verdicts
+    session = run_suite(tmp_path, f"tests/{file}", "--hw", "iree-vulkan", "-k", select)
+    verdicts = {c["verdict"] for c in session.cases}
+    assert verdicts and verdicts <= {"PASS", "XFAIL", "NOT_APPLICABLE"}, (verdicts, session.out[-2000:])

@@ -2,8 +2,6 @@
 the CPU device and passes clean; emu's documented faults are caught when injected into its
 results; the numerics settings are the torch's own, recorded, and applied per case; the GPU device
 types that are not here are listed with what is missing."""
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +11,7 @@ import pytest
 
 from accel_regress.core import faults, registry
 from accel_regress.backends.torch_device import TORCH_PROGRAMS, numerics
+from suite_in_process import run_suite
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -32,14 +31,10 @@ FAMILIES = {
 }
 
 
-def _run(tmp_path, op, *extra, env=None):
+def _run(tmp_path, op, *extra):
     test_file, subset, _ = FAMILIES[op]
-    reports = tmp_path / "reports"
-    out = subprocess.run([sys.executable, "-m", "pytest", f"tests/{test_file}", "--hw", "torch-cpu", "-k", subset,
-                          "--report-dir", str(reports), "-p", "no:cacheprovider", "-q", *extra],
-                         cwd=REPO, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600)
-    cases = json.loads((reports / "results.json").read_text())["cases"]
-    return out, cases
+    session = run_suite(tmp_path / "reports", f"tests/{test_file}", "--hw", "torch-cpu", "-k", subset, *extra)
+    return session.out, session.cases
 
 
 # The ONNX node corpus's cases are ONNX models (onnxruntime, IREE's importer): NOT_APPLICABLE on torch devices.
@@ -56,8 +51,8 @@ def test_every_family_has_a_torch_program():
 def test_each_family_passes_clean_on_torch_cpu(tmp_path, op):
     out, cases = _run(tmp_path, op)
     verdicts = [c["verdict"] for c in cases]
-    assert verdicts and "PASS" in verdicts, out.stdout[-3000:]
-    assert set(verdicts) <= {"PASS", "NOT_APPLICABLE", "SKIP"}, out.stdout[-3000:]
+    assert verdicts and "PASS" in verdicts, out[-3000:]
+    assert set(verdicts) <= {"PASS", "NOT_APPLICABLE", "SKIP"}, out[-3000:]
     devices = {c.get("versions", {}).get("device_type") for c in cases if c["verdict"] == "PASS"}
     assert "cpu" in devices, devices
 
@@ -67,7 +62,7 @@ def test_each_documented_fault_is_caught_on_torch_cpu(tmp_path, op, fault):
     assert fault in faults.builtin()
     out, cases = _run(tmp_path, op, "--inject-fault", fault, "--ignore-expectations")
     caught = [c["nodeid"] for c in cases if c["verdict"] in ("FAIL", "HANG", "CRASH", "COMPILE_ERROR")]
-    assert caught, f"{fault} not caught on torch-cpu:\n{out.stdout[-3000:]}"
+    assert caught, f"{fault} not caught on torch-cpu:\n{out[-3000:]}"
 
 
 # --- numerics -----------------------------------------------------------------------------------
