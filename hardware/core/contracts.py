@@ -116,6 +116,12 @@ class BackendOptional(Protocol):
     # What the last run saw beyond its outputs (qemu-rvv's codegen scan, FireSim's slot and console),
     # kept in the process that ran it and recorded as the verdict's detail.
     last_report: Mapping[str, Any]
+    # Backends whose known bugs are this one's too (a variant of their kernels; plugin/expectations.py).
+    shares_expectations_of: tuple
+
+    # Settings a library reads once per process (oneDNN's ONEDNN_MAX_CPU_ISA): the backend's runs
+    # get an isolated worker of their own, started with them (core/isolation/pool.py).
+    def process_env(self) -> Mapping[str, str]: ...
 
 
 # The contracts' version: raised when a member's signature changes (and the change is listed in

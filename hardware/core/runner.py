@@ -298,7 +298,9 @@ def run_case(backend_name: str, case: Case, inputs: Mapping[str, np.ndarray], *,
     bound = timeout_s or ctx.case_timeout or backend.timeout(case)
     if ctx.progress is not None:     # a script says what it waits for: a hang is never a silent minute
         ctx.progress(f"{backend_name} {case.id}: running (bound {bound:g} s; --case-timeout changes it)")
-    job = Job(backend_name, case, dict(inputs), fault, bound, env, run.inputs_sha256, backend.process_env())
+    process_env = getattr(backend, "process_env", None)
+    job = Job(backend_name, case, dict(inputs), fault, bound, env, run.inputs_sha256,
+              dict(process_env()) if process_env is not None else {})
     start = time.perf_counter()
     try:
         run._outputs = invoke(job, isolation)
