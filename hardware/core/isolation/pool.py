@@ -258,8 +258,7 @@ class Isolation:
 
     def _restart_server(self) -> None:
         self.stats["server_restarts"] += 1
-        if self._worker is not None:
-            self._drop(self._worker)
+        self.retire_worker()        # the parked ones too: they die with the server that forked them
         self._stop_server()
         self.start()
 
