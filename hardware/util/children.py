@@ -6,11 +6,10 @@ it dies (PR_SET_PDEATHSIG): a session killed mid-compile (SIGKILL, the OOM kille
 from __future__ import annotations
 
 import os
-import signal
+import shutil
 import subprocess
 import threading
-from functools import lru_cache
-from typing import Callable, Optional, Sequence
+from typing import Sequence
 
 _live: dict[subprocess.Popen, int] = {}
 _stopped: set[int] = set()      # threads told to stop: they start no more children
@@ -21,31 +20,23 @@ class Stopped(RuntimeError):
     """A thread that was told to stop (``stop``) tried to start a child."""
 
 
-@lru_cache(maxsize=1)
-def _prctl() -> Optional[Callable[..., int]]:
-    """libc's prctl, looked up in the parent: the forked child only calls it."""
-    try:
-        import ctypes
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):      # not Linux
-        return None
+# util-linux's setpriv (Debian's util-linux, essential) sets PR_SET_PDEATHSIG in the child and
+# execs the command, so Popen needs no preexec_fn. With one, CPython forks instead of vfork-ing
+# (Modules/_posixsubprocess.c), which runs the pthread_atfork handlers and Python in the child: a
+# compile-ahead thread's fork while the main thread was in numpy's BLAS hung both for good (seen
+# here: a default run stalled 9 minutes, the main thread in a GEMM, the other in Popen).
+SETPRIV = "/usr/bin/setpriv"
 
 
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn``: the child gets SIGKILL when the thread that forked it ends (prctl(2)
-    PR_SET_PDEATHSIG; kept across execve), and kills itself at once when that parent is already
-    gone (it died between the fork and the prctl)."""
-    prctl, parent = _prctl(), os.getpid()
-
-    def preexec() -> None:
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            if os.getppid() != parent:
-                os.kill(os.getpid(), signal.SIGKILL)
-    return preexec
+def dying_with_parent(argv: Sequence[str]) -> list[str]:
+    """``argv`` so that its process gets SIGKILL when the thread that started it ends (prctl(2)
+    PR_SET_PDEATHSIG, kept across execve); unchanged where setpriv is missing, or where the
+    program itself is not there (Popen's own FileNotFoundError says so, not setpriv's exit 127)."""
+    argv = list(argv)
+    program = argv[0] if not argv or os.sep in argv[0] else (shutil.which(argv[0]) or "")
+    if not argv or not os.access(SETPRIV, os.X_OK) or not os.access(program, os.X_OK):
+        return argv
+    return [SETPRIV, "--pdeathsig", "KILL", "--", *argv]
 
 
 def run(argv: Sequence[str], *, timeout: float) -> subprocess.CompletedProcess:
@@ -53,8 +44,8 @@ def run(argv: Sequence[str], *, timeout: float) -> subprocess.CompletedProcess:
     ``stop``; raises ``Stopped`` in a thread told to stop."""
     if threading.get_ident() in _stopped:
         raise Stopped(f"not started, the thread was told to stop: {argv[0]}")
-    with subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          preexec_fn=die_with_parent()) as proc:
+    with subprocess.Popen(dying_with_parent(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
         with _lock:
             _live[proc] = threading.get_ident()
         try:
@@ -63,11 +54,11 @@ def run(argv: Sequence[str], *, timeout: float) -> subprocess.CompletedProcess:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, err = proc.communicate()
-                raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err) from None
+                raise subprocess.TimeoutExpired(list(argv), timeout, output=out, stderr=err) from None
         finally:
             with _lock:
                 _live.pop(proc, None)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
 def stop(threads: set[int]) -> int:

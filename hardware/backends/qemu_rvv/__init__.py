@@ -156,7 +156,7 @@ class QemuRvvBackend(Backend):
         start = time.perf_counter()
         try:
             # Killed with the worker that started it (a hung run's worker is killed by the isolation layer).
-            proc = subprocess.run(argv, capture_output=True, timeout=bound, preexec_fn=children.die_with_parent())
+            proc = subprocess.run(children.dying_with_parent(argv), capture_output=True, timeout=bound)
         except subprocess.TimeoutExpired as exc:
             out = (exc.stdout or b"").decode(errors="replace")
             t = protocol.parse(out)
