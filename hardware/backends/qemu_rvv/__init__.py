@@ -28,7 +28,7 @@ import numpy as np
 from accel_regress.golden.case import Case
 from accel_regress.core import registry
 from accel_regress.core.backend import Backend
-from accel_regress.core.errors import Crash, Hang, Unsupported
+from accel_regress.core.errors import Crash, Hang, NotApplicable, Unsupported
 from accel_regress.util import children
 from accel_regress.toolchains.iree import compiler, riscv
 from accel_regress.toolchains.iree.program import (
@@ -88,6 +88,9 @@ class QemuRvvBackend(Backend):
         reason = unsupported_case(case)
         if reason:
             return reason
+        cannot = getattr(registry.module_for(IREE_PROGRAMS, case.op), "HARNESS_CANNOT_RUN", None)
+        if cannot:
+            return NotApplicable(f"qemu-rvv runs programs through its harness: {cannot}")
         variant, vlen = self._variant_vlen(case)
         if variant not in riscv.VARIANTS:
             return f"unknown RISC-V variant {variant!r} (known: {', '.join(riscv.VARIANTS)})"
