@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 FAULTS = REPO / "tests" / "selftest" / "fixtures" / "history_faults.py"
 FAULT_RUN = "ACCEL_FAULT_RUN"      # the run number its faults read (history_faults.RUN)
 # One small GEMM configuration: its shape check and its four partitions (a few seconds a session).
-SELECT = "M64-K128-N256 and bf16 and (test_partition or test_forward_shape) and not standalone"
+SELECT = "M64-K128-N256 and bf16 and (test_partition or test_forward_shape) and not standalone and not ties"
 C1, C3 = "-C1-normal]", "-C3-normal]"
 # (fault, $ACCEL_FAULT_RUN): two clean runs, four with partition 1 failing in every other one,
 # then partition 3 broken for good (partition 1 failing in that run too).
