@@ -1,13 +1,16 @@
 """A live status on a terminal while long work runs: after a few quiet seconds (no test reported),
 the end of pytest's current line says how many tests are done of how many, which test is running
 and for how long, what compiles ahead (what is building, how many are left) and an estimate of the
-time left; it goes as soon as pytest writes again.
+time left; it goes as soon as pytest writes again. Where the output is not a terminal (a CI log) the
+same words come as a line of their own, only after ``--accel-progress-every`` seconds (60) with no
+test reported and at most once per interval: a stalled-looking log says what it waits for without
+growing by a line a second.
 
 Shown where pytest shows its own live "collecting ..." line (_pytest/terminal.py, pytest 9.0.3:
 ``pytest_collection`` and ``report_collect`` rewrite it only when ``TerminalReporter.isatty()`` and
 verbosity >= 0): on a terminal, not under ``-q``, and only where pytest shows its progress (not
-``-s``, where a test writes to the terminal itself, nor ``--setup-show``). A CI log (not a
-terminal) gets no line from it; pytest's dots and percentages are unchanged.
+``-s``, where a test writes to the terminal itself, nor ``--setup-show``). In a log, pytest's dots
+and percentages are unchanged: a line breaks pytest's row, which goes on below it.
 
 Written straight to the terminal (a duplicate of its file descriptor taken while pytest's capture
 is suspended: during a test the descriptor pytest writes to is the capture's file), so that
@@ -31,13 +34,26 @@ ROOM = len(" [100%]") + 1      # what pytest keeps free at the line's end for it
 MIN_ROOM = 40                 # less room than this on the line: no status (the line ends soon)
 
 
-def wanted(config) -> bool:
+LOG_LINE = "[accel-regress] "     # a log's progress line starts with this, so a reader (or grep) tells it from pytest's
+
+
+def wanted(config) -> Optional[str]:
+    """"terminal", "log" (not a terminal: a line a while), or None (no status)."""
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    if tr is None or not tr.isatty() or config.get_verbosity() < 0:
-        return False
+    if tr is None or config.get_verbosity() < 0:
+        return None
     if config.getoption("capture", "fd") == "no" or config.getoption("setupshow", False):
-        return False
-    return getattr(config, "workerinput", None) is None       # an xdist worker has no terminal
+        return None
+    if getattr(config, "workerinput", None) is not None:       # an xdist worker has no terminal
+        return None
+    if tr.isatty():
+        return "terminal"
+    return "log" if log_every(config) else None
+
+
+def log_every(config) -> float:
+    value = config.getoption("accel_progress_every", None)
+    return float(60 if value is None else value)
 
 
 def _clock(seconds: float) -> str:
@@ -90,8 +106,10 @@ def describe(now: float, started: float, done: int, total: int, running: dict[st
 class LiveStatus:
     """The status line's state: the tests running, the count done, what is shown now."""
 
-    def __init__(self, config: pytest.Config, tr: pytest.TerminalReporter) -> None:
+    def __init__(self, config: pytest.Config, tr: pytest.TerminalReporter, log_every_s: Optional[float] = None) -> None:
         self.config, self.tr = config, tr
+        self.log_every_s = log_every_s          # None: a terminal's status; else a log's line at most this often
+        self.last_line = 0.0
         self.lock = threading.RLock()
         self.running: dict[str, float] = {}
         self.done = 0
@@ -137,6 +155,9 @@ class LiveStatus:
         while not self.stopped.wait(REFRESH_S):
             with self.lock:
                 now = time.monotonic()
+                if self.log_every_s is not None:
+                    self._log_line(now, ahead.progress(self.config))
+                    continue
                 if now - self.last_write < QUIET_S or not self.running:
                     continue
                 width = self._columns() - self.tr._tw.width_of_current_line - ROOM - 1
@@ -148,6 +169,20 @@ class LiveStatus:
                 self._erase()
                 self._raw(text)
                 self.shown = len(text)
+
+    def _log_line(self, now: float, compiling) -> None:
+        """In a log: one whole line, once the run was quiet (no write of pytest's) for an interval
+        and the last such line is an interval old. pytest's row of dots is broken before it and
+        goes on after it as a new row (its count of the row's width reset to match)."""
+        every = self.log_every_s or 0.0
+        if not self.running or now - self.last_write < every or now - self.last_line < every:
+            return
+        total = self.tr._session.testscollected if self.tr._session is not None else 0
+        text = LOG_LINE + describe(now, self.started, self.done, total, dict(self.running), compiling, 240)
+        tw = self.tr._tw
+        self._raw(("\n" if tw.width_of_current_line else "") + text + "\n")
+        tw._current_line = ""
+        self.last_line = now
 
     # pytest hooks: the instance is registered as a plugin for the test loop (xdist's controller
     # calls both for its workers' tests too).
@@ -173,9 +208,11 @@ class LiveStatus:
 def pytest_runtestloop(session):
     config = session.config
     live = None
-    if wanted(config) and not config.option.collectonly:
+    mode = wanted(config)
+    if mode is not None and not config.option.collectonly:
         try:
-            live = LiveStatus(config, config.pluginmanager.get_plugin("terminalreporter"))
+            live = LiveStatus(config, config.pluginmanager.get_plugin("terminalreporter"),
+                              log_every(config) if mode == "log" else None)
         except (OSError, ValueError, AttributeError):      # a terminal stream without a descriptor: no status
             live = None
     if live is not None:

@@ -125,6 +125,9 @@ OPTIONS = (
     Option("compile_ahead", "N|auto", "when collection ends, compile the programs the session's cases need on N "
            "threads while the first cases run (default auto: the CPUs this process may use; 0: each case compiles "
            "its own when it runs)", _threads, "auto", env="ACCEL_COMPILE_AHEAD"),
+    Option("progress_every", "SECONDS", "where the output is not a terminal (a CI log): after this many seconds "
+           "with no test reported, one line of progress (done of total, what runs, what compiles ahead), at most "
+           "one per interval (default 60; 0: none)", _non_negative_int, 60),
     Option("golden_cache_shared", "", "the golden store is shared: accept a folder others can write or own "
            "(also $ACCEL_GOLDEN_CACHE_SHARED=1)", switch=True, default=False),
 )

@@ -1,7 +1,8 @@
 """The live status (hardware/plugin/live_status.py, issue 48): on a terminal, a test that keeps the
 run quiet for seconds gets a status at the end of pytest's line (done of total, what runs and for
-how long, what compiles ahead, the time left), erased before pytest writes again; nothing when the
-output is not a terminal, or under -q, as pytest's own live "collecting ..." line. Failed on
+how long, what compiles ahead, the time left), erased before pytest writes again; nothing under -q, as
+pytest's own live "collecting ..." line; in a log (not a terminal) a line of its own, only after a
+quiet interval (--accel-progress-every, 60 s) and at most one per interval. Failed on
 60769d1: a cold default run waited two minutes between 16% and 17% with pytest's dots only.
 
 The terminal is a real pseudo-terminal (pty), as tmux gives one; a fault file that sleeps in the
@@ -95,8 +96,23 @@ def test_on_a_terminal_a_quiet_wait_shows_the_status_and_erases_it(tmp_path):
     assert out.rindex(erase) < out.index(b"[100%]"), out[at:at + 400]
 
 
-@pytest.mark.parametrize("args, tty", [((), False), (("-q",), True)], ids=["not-a-terminal", "quiet"])
-def test_no_status_when_not_a_terminal_or_quiet(tmp_path, args, tty):
+@pytest.mark.parametrize("args, tty", [((), False), (("-q",), True), (("-q", "--accel-progress-every", "1"), False)],
+                         ids=["log-quiet-less-than-a-minute", "quiet", "quiet-log"])
+def test_no_status_when_quiet_or_a_log_was_quiet_less_than_its_interval(tmp_path, args, tty):
     out = _run(tmp_path, *args, tty=tty)
     assert b"passed" in out, out.decode(errors="replace")[-2000:]
     assert b"done; running" not in out and b"\b" not in out, out.decode(errors="replace")[-2000:]
+
+
+def test_a_log_gets_a_whole_line_per_quiet_interval_and_pytest_row_goes_on_below(tmp_path):
+    every = 2       # SLOW_S is 6 s: lines at about 2 and 4 s of quiet (one per interval), never one a second
+    out = _run(tmp_path, "--accel-progress-every", str(every), tty=False).decode(errors="replace")
+    assert "passed" in out, out[-2000:]
+    lines = [line for line in out.splitlines() if line.startswith(live_status.LOG_LINE)]
+    assert 1 <= len(lines) <= SLOW_S // every, out[-2000:]
+    assert all(line.startswith(live_status.LOG_LINE + "(0/1 done; running ") and
+               "test_f32_reduction[emu-row_sum-64x128-v-vlen256-normal]" in line for line in lines), lines
+    assert "\b" not in out, out[-2000:]
+    # pytest's row: its file name before the first line, its dot and percentage on a row after the last
+    after = out[out.rindex(live_status.LOG_LINE):].splitlines()[1]
+    assert after.startswith(".") and after.rstrip().endswith("[100%]"), out[-2000:]
