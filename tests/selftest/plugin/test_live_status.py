@@ -105,13 +105,16 @@ def test_no_status_when_quiet_or_a_log_was_quiet_less_than_its_interval(tmp_path
 
 
 def test_a_log_gets_a_whole_line_per_quiet_interval_and_pytest_row_goes_on_below(tmp_path):
-    every = 2       # SLOW_S is 6 s: lines at about 2 and 4 s of quiet (one per interval), never one a second
+    every = 2       # the case is quiet SLOW_S (6 s) or more: lines every 2 s of it, never one a second
     out = _run(tmp_path, "--accel-progress-every", str(every), tty=False).decode(errors="replace")
     assert "passed" in out, out[-2000:]
     lines = [line for line in out.splitlines() if line.startswith(live_status.LOG_LINE)]
-    assert 1 <= len(lines) <= SLOW_S // every, out[-2000:]
+    assert lines, out[-2000:]
     assert all(line.startswith(live_status.LOG_LINE + "(0/1 done; running ") and
                "test_f32_reduction[emu-row_sum-64x128-v-vlen256-normal]" in line for line in lines), lines
+    # at most one per interval, by the case's own clock in the lines (a loaded machine makes it longer)
+    ran = [int(line.split("running ", 1)[1].split("s:", 1)[0]) for line in lines]
+    assert all(b - a >= every for a, b in zip(ran, ran[1:])), lines
     assert "\b" not in out, out[-2000:]
     # pytest's row: its file name before the first line, its dot and percentage on a row after the last
     after = out[out.rindex(live_status.LOG_LINE):].splitlines()[1]
