@@ -38,7 +38,7 @@ LOG_LINE = "[accel-regress] "     # a log's progress line starts with this, so a
 
 
 def wanted(config) -> Optional[str]:
-    """"terminal", "log" (not a terminal: a line a while), or None (no status)."""
+    """The status wanted: "terminal", "log" (not a terminal: a line a while), or None."""
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if tr is None or config.get_verbosity() < 0:
         return None
