@@ -52,8 +52,7 @@ def wanted(config) -> Optional[str]:
 
 
 def log_every(config) -> float:
-    value = config.getoption("accel_progress_every", None)
-    return float(60 if value is None else value)
+    return float(config.getoption("accel_progress_every"))     # settled (its default too) by options.pytest_configure
 
 
 def _clock(seconds: float) -> str:
@@ -150,35 +149,37 @@ class LiveStatus:
             n, self.shown = self.shown, 0
             self._raw("\b" * n + " " * n + "\b" * n)
 
-    def _tick(self) -> None:
+    def _words(self, now: float, width: int) -> str:
+        """describe() of the run as it stands (called with the lock held)."""
         from accel_regress.plugin import ahead
+        total = self.tr._session.testscollected if self.tr._session is not None else 0
+        return describe(now, self.started, self.done, total, dict(self.running), ahead.progress(self.config), width)
+
+    def _tick(self) -> None:
         while not self.stopped.wait(REFRESH_S):
             with self.lock:
                 now = time.monotonic()
                 if self.log_every_s is not None:
-                    self._log_line(now, ahead.progress(self.config))
+                    self._log_line(now)
                     continue
                 if now - self.last_write < QUIET_S or not self.running:
                     continue
                 width = self._columns() - self.tr._tw.width_of_current_line - ROOM - 1
                 if width < MIN_ROOM:
                     continue
-                total = self.tr._session.testscollected if self.tr._session is not None else 0
-                text = " " + describe(now, self.started, self.done, total, dict(self.running),
-                                      ahead.progress(self.config), width - 1)
+                text = " " + self._words(now, width - 1)
                 self._erase()
                 self._raw(text)
                 self.shown = len(text)
 
-    def _log_line(self, now: float, compiling) -> None:
+    def _log_line(self, now: float) -> None:
         """In a log: one whole line, once the run was quiet (no write of pytest's) for an interval
         and the last such line is an interval old. pytest's row of dots is broken before it and
         goes on after it as a new row (its count of the row's width reset to match)."""
         every = self.log_every_s or 0.0
         if not self.running or now - self.last_write < every or now - self.last_line < every:
             return
-        total = self.tr._session.testscollected if self.tr._session is not None else 0
-        text = LOG_LINE + describe(now, self.started, self.done, total, dict(self.running), compiling, 240)
+        text = LOG_LINE + self._words(now, 240)
         tw = self.tr._tw
         self._raw(("\n" if tw.width_of_current_line else "") + text + "\n")
         tw._current_line = ""
